@@ -1,0 +1,79 @@
+# samepage: KSM for Linux 6.12, rewritten. User-facing targets:
+#   make demo          build our kernel, boot it, show KSM merging live
+#   make test          build our kernel, boot it, run every suite
+#   make test KSM=n    the same with CONFIG_KSM off: must fail (negative check)
+#   make test-stock    the suites on the pristine kernel (same config)
+#   make bench         stock and ours side by side, ratios and a plot
+#   make series        export the series as git format-patch files
+#   make kernel | stock-kernel | guest | deps | clean
+
+SHELL := /bin/bash
+S := scripts
+FLAVOUR := $(if $(filter n,$(KSM)),noksm,ksm)
+
+.PHONY: all demo test test-stock bench series kernel stock-kernel \
+	noksm-kernel guest deps clean guest-progs
+
+all: test
+
+deps:
+	@$(S)/install-deps.sh
+
+kernel: deps
+	@$(S)/build-kernel.sh ksm
+
+stock-kernel: deps
+	@$(S)/build-kernel.sh stock
+
+noksm-kernel: deps
+	@$(S)/build-kernel.sh noksm
+
+guest: deps
+	@$(S)/prepare-tree.sh
+	@$(S)/build-guest.sh
+
+test: deps
+	@$(S)/build-kernel.sh $(FLAVOUR)
+	@$(S)/build-guest.sh
+	@$(S)/run-tests.sh $(FLAVOUR)
+
+test-stock: deps
+	@$(S)/build-kernel.sh stock
+	@$(S)/build-guest.sh
+	@$(S)/run-tests.sh stock
+
+demo: deps
+	@$(S)/build-kernel.sh ksm
+	@$(S)/build-guest.sh
+	@$(S)/boot.sh ksm demo
+
+bench: deps
+	@$(S)/build-kernel.sh stock
+	@$(S)/build-kernel.sh ksm
+	@$(S)/build-guest.sh
+	@$(S)/bench.sh
+
+series: deps
+	@$(S)/prepare-tree.sh
+	@$(S)/export-series.sh
+
+clean:
+	rm -rf build
+
+# Guest programs: static C, one binary per source file, into $(GUEST_BIN).
+GUEST_BIN ?= build/guest/root/guest/bin
+HDR ?= build/guest/hdr/include
+GUEST_CFLAGS := -static -O2 -Wall -Wextra -Werror -Wno-unused-parameter \
+	-D_GNU_SOURCE -isystem $(HDR) -Itests/lib
+GUEST_SRCS := $(wildcard tests/*.c tools/*.c bench/*.c)
+GUEST_LIB := $(wildcard tests/lib/*.c)
+GUEST_HDRS := $(wildcard tests/lib/*.h)
+
+guest-progs: $(patsubst %.c,$(GUEST_BIN)/%,$(notdir $(GUEST_SRCS)))
+
+define guest_rule
+$(GUEST_BIN)/$(basename $(notdir $(1))): $(1) $(GUEST_LIB) $(GUEST_HDRS)
+	@mkdir -p $(GUEST_BIN)
+	gcc $(GUEST_CFLAGS) -o $$@ $(1) $(GUEST_LIB) -lpthread -lnuma
+endef
+$(foreach s,$(GUEST_SRCS),$(eval $(call guest_rule,$(s))))
