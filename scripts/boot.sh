@@ -3,7 +3,8 @@
 # in QEMU (software emulation, two CPUs, two fake NUMA nodes) and run MODE
 # (test, bench, demo, shell). Console log and results land in
 # build/logs/FLAVOUR-MODE/{console,ktap}.log.
-# ICOUNT=1 makes guest time a function of instructions executed (bench).
+# ICOUNT=1 makes guest time a function of instructions executed (bench);
+# SMP sets the number of guest CPUs (default 2).
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 
@@ -21,7 +22,7 @@ rm -f "$logs/console.log" "$logs/ktap.log"
 mem=${MEM:-2G}
 limit=${TIMEOUT:-1500}
 append="console=ttyS0 numa=fake=2 panic=-1 samepage.mode=$mode ${APPEND:-}"
-qemu=(qemu-system-x86_64 -m "$mem" -smp 2 -nographic -no-reboot
+qemu=(qemu-system-x86_64 -m "$mem" -smp "${SMP:-2}" -nographic -no-reboot
       -kernel "$kernel" -initrd "$initrd" -monitor none)
 if [ "${ICOUNT:-0}" = 1 ]; then
 	qemu+=(-icount shift=4,sleep=off)

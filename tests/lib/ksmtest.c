@@ -2,6 +2,7 @@
 /*
  * ksmtest.c - helpers shared by the samepage guest tests.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -26,6 +27,8 @@ __attribute__((constructor)) static void ksmtest_init(void)
 {
 	page_size = sysconf(_SC_PAGESIZE);
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	/* A child that died must fail a check, not kill its parent. */
+	signal(SIGPIPE, SIG_IGN);
 }
 
 void ktap_plan(int tests)
@@ -128,21 +131,50 @@ long ksm_read(const char *name)
 	return read_long(path);
 }
 
-int ksm_write_str(const char *name, const char *value)
+long ksm_write_raw(const char *name, const char *buf, size_t len)
 {
 	char path[128];
 	ssize_t n;
-	int fd, err = 0;
+	int fd;
 
 	snprintf(path, sizeof(path), KSM_DIR "%s", name);
 	fd = open(path, O_WRONLY);
 	if (fd < 0)
 		return -errno;
-	n = write(fd, value, strlen(value));
+	n = write(fd, buf, len);
 	if (n < 0)
-		err = -errno;
+		n = -errno;
 	close(fd);
-	return err;
+	return n;
+}
+
+int ksm_write_str(const char *name, const char *value)
+{
+	long n = ksm_write_raw(name, value, strlen(value));
+
+	return n < 0 ? n : 0;
+}
+
+int ksm_read_str(const char *name, char *buf, size_t size)
+{
+	char path[128];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), KSM_DIR "%s", name);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, size - 1);
+	if (n < 0)
+		n = -errno;
+	close(fd);
+	if (n < 0)
+		return n;
+	buf[n] = '\0';
+	if (n && buf[n - 1] == '\n')
+		buf[n - 1] = '\0';
+	return 0;
 }
 
 int ksm_write(const char *name, long value)
@@ -153,6 +185,56 @@ int ksm_write(const char *name, long value)
 	return ksm_write_str(name, buf);
 }
 
+/*
+ * The writable settings, in an order that restores cleanly: advisor_mode
+ * resets pages_to_scan, merge_across_nodes and max_page_sharing need no
+ * KSM pages (run=2 first), run comes last.
+ */
+static const char *const settings[] = {
+	"advisor_mode", "advisor_max_cpu", "advisor_min_pages_to_scan",
+	"advisor_max_pages_to_scan", "advisor_target_scan_time",
+	"merge_across_nodes", "max_page_sharing", "use_zero_pages",
+	"smart_scan", "stable_node_chains_prune_millisecs",
+	"sleep_millisecs", "pages_to_scan", "run",
+};
+#define NR_SETTINGS (sizeof(settings) / sizeof(settings[0]))
+static char saved[NR_SETTINGS][64];
+static pid_t saved_by;
+
+static void restore_settings(void)
+{
+	char mode[64];
+
+	if (getpid() != saved_by)
+		return;
+	ksm_write("run", 2);
+	for (size_t i = 0; i < NR_SETTINGS; i++) {
+		if (!saved[i][0])
+			continue;
+		if (!strcmp(settings[i], "advisor_mode")) {
+			/* Shown as "[none] scan-time": write the bracketed one. */
+			if (sscanf(strchr(saved[i], '[') ?: "", "[%63[^]]", mode) == 1)
+				ksm_write_str("advisor_mode", mode);
+			continue;
+		}
+		if (!strcmp(settings[i], "pages_to_scan") &&
+		    strncmp(saved[0], "[none]", 6))
+			continue;	/* the advisor owns it */
+		ksm_write_str(settings[i], saved[i]);
+	}
+}
+
+void ksm_save_settings(void)
+{
+	for (size_t i = 0; i < NR_SETTINGS; i++)
+		if (ksm_read_str(settings[i], saved[i], sizeof(saved[i])))
+			saved[i][0] = '\0';
+	if (!saved_by) {
+		saved_by = getpid();
+		atexit(restore_settings);
+	}
+}
+
 int ksm_reset(void)
 {
 	int err;
@@ -161,6 +243,7 @@ int ksm_reset(void)
 	if (err)
 		return err;
 	/* Settings that make scans quick and their count predictable. */
+	ksm_write_str("advisor_mode", "none");
 	ksm_write("smart_scan", 0);
 	ksm_write("use_zero_pages", 0);
 	ksm_write("merge_across_nodes", 1);
@@ -183,6 +266,8 @@ bool ksm_wait_scans(int scans)
 	long target = ksm_read("full_scans") + scans;
 	double deadline = now() + KSM_WAIT_SECONDS;
 
+	if (target < scans)
+		return false;	/* no KSM */
 	while (ksm_read("full_scans") < target) {
 		if (now() > deadline) {
 			ktap_diag("timed out waiting for %d full scans", scans);
@@ -200,12 +285,209 @@ bool ksm_wait_counter(const char *name, long value)
 
 	/* Bounded in full scans too: a value not reached in 20 never will. */
 	while (ksm_read(name) != value) {
-		if (now() > deadline || ksm_read("full_scans") > start + 20) {
+		if (start < 0 || now() > deadline ||
+		    ksm_read("full_scans") > start + 20) {
 			ktap_diag("%s is %ld, want %ld", name, ksm_read(name),
 				  value);
 			return false;
 		}
 		usleep(10000);
+	}
+	return true;
+}
+
+int ksm_pause(void)
+{
+	/* run_store() takes ksm_thread_mutex, which ksmd holds per batch. */
+	return ksm_write("run", 0);
+}
+
+int ksm_resume(void)
+{
+	return ksm_write("run", 1);
+}
+
+void ksm_get_counts(struct ksm_counts *c)
+{
+	c->shared = ksm_read("pages_shared");
+	c->sharing = ksm_read("pages_sharing");
+	c->unshared = ksm_read("pages_unshared");
+	c->volatile_ = ksm_read("pages_volatile");
+	c->full_scans = ksm_read("full_scans");
+}
+
+static bool counts_are(const struct ksm_counts *c, long shared, long sharing,
+		       long unshared, long volatile_)
+{
+	return (shared == KSM_ANY || c->shared == shared) &&
+	       (sharing == KSM_ANY || c->sharing == sharing) &&
+	       (unshared == KSM_ANY || c->unshared == unshared) &&
+	       (volatile_ == KSM_ANY || c->volatile_ == volatile_);
+}
+
+bool ksm_wait_counts(long shared, long sharing, long unshared, long volatile_)
+{
+	double deadline = now() + KSM_WAIT_SECONDS;
+	struct ksm_counts c;
+	long start;
+
+	ksm_get_counts(&c);
+	start = c.full_scans;
+	while (start >= 0) {
+		if (counts_are(&c, shared, sharing, unshared, volatile_)) {
+			/* Confirm on a snapshot ksmd cannot change under us. */
+			if (ksm_pause())
+				break;
+			ksm_get_counts(&c);
+			ksm_resume();
+			if (counts_are(&c, shared, sharing, unshared, volatile_))
+				return true;
+		}
+		/* Bounded in full scans too: a state not reached in 20 never will. */
+		if (now() > deadline || c.full_scans > start + 20)
+			break;
+		usleep(10000);
+		ksm_get_counts(&c);
+	}
+	if (!ksm_pause()) {
+		ksm_get_counts(&c);
+		ksm_diag_rmap_items();
+		ksm_resume();
+	}
+	ktap_diag("shared %ld sharing %ld unshared %ld volatile %ld after %ld scans, want %ld %ld %ld %ld",
+		  c.shared, c.sharing, c.unshared, c.volatile_,
+		  c.full_scans - start, shared, sharing, unshared, volatile_);
+	return false;
+}
+
+void ksm_diag_rmap_items(void)
+{
+	char path[300], line[128];
+	struct dirent *d;
+	DIR *dir;
+	FILE *f;
+
+	dir = opendir("/proc");
+	if (!dir)
+		return;
+	while ((d = readdir(dir))) {
+		if (d->d_name[0] < '1' || d->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/ksm_stat", d->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		while (fgets(line, sizeof(line), f))
+			if (!strncmp(line, "ksm_rmap_items ", 15) &&
+			    strcmp(line + 15, "0\n"))
+				ktap_diag("pid %s%s: %.*s", d->d_name,
+					  atoi(d->d_name) == getpid() ?
+					  " (self)" : "",
+					  (int)strlen(line) - 1, line);
+		fclose(f);
+	}
+	closedir(dir);
+}
+
+/* ksmd sleeps this long between batches in step mode: only kicks wake it. */
+#define KSM_STEP_SLEEP 3600000
+
+static pid_t ksmd_pid(void)
+{
+	static pid_t pid;
+	struct dirent *d;
+	char path[300], comm[32];
+	DIR *dir;
+
+	if (pid)
+		return pid;
+	dir = opendir("/proc");
+	if (!dir)
+		return 0;
+	while (!pid && (d = readdir(dir))) {
+		FILE *f;
+
+		if (d->d_name[0] < '1' || d->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/comm", d->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(comm, sizeof(comm), f) && !strcmp(comm, "ksmd\n"))
+			pid = atoi(d->d_name);
+		fclose(f);
+	}
+	closedir(dir);
+	return pid;
+}
+
+/* ksmd's state letter from /proc/PID/stat, or '?'. */
+static char ksmd_state(void)
+{
+	char path[64], buf[256], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", ksmd_pid());
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return '?';
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return '?';
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p[2] : '?';
+}
+
+int ksm_step_mode(void)
+{
+	int err;
+
+	if (!ksmd_pid())
+		return -ESRCH;
+	err = ksm_pause();
+	if (!err)
+		err = ksm_write("sleep_millisecs", KSM_STEP_SLEEP);
+	return err;
+}
+
+bool ksm_step(void)
+{
+	double deadline = now() + KSM_WAIT_SECONDS;
+	long scans = ksm_read("full_scans");
+	long sleep_ms = ksm_read("sleep_millisecs");
+
+	if (scans < 0)
+		return false;
+	/*
+	 * Interruptible sleep, with no scan since: ksmd is in one of its two
+	 * waits (run=0, or between batches), and does one batch when woken,
+	 * by run=1 from the first and by a new sleep_millisecs from the other.
+	 */
+	for (;;) {
+		if (ksmd_state() == 'S') {
+			usleep(1000);
+			if (ksmd_state() == 'S' && ksm_read("full_scans") == scans)
+				break;
+		}
+		if (now() > deadline) {
+			ktap_diag("ksmd never went idle");
+			return false;
+		}
+		usleep(1000);
+		scans = ksm_read("full_scans");
+	}
+	ksm_resume();
+	ksm_write("sleep_millisecs", sleep_ms == KSM_STEP_SLEEP ?
+		  KSM_STEP_SLEEP + 1 : KSM_STEP_SLEEP);
+	while (ksm_read("full_scans") == scans) {
+		if (now() > deadline) {
+			ktap_diag("ksmd did not scan when kicked");
+			return false;
+		}
+		usleep(1000);
 	}
 	return true;
 }
@@ -259,23 +541,33 @@ static uint64_t pattern_word(unsigned int seed, size_t index, size_t word)
 	return x ^ (x >> 29) ^ 1;
 }
 
-void fill_page(void *base, size_t index, unsigned int seed)
+void fill_pattern(void *page, unsigned int seed, size_t n)
 {
-	uint64_t *w = (uint64_t *)((char *)base + index * page_size);
+	uint64_t *w = page;
 
 	for (size_t i = 0; i < page_size / 8; i++)
-		w[i] = pattern_word(seed, index, i);
+		w[i] = pattern_word(seed, n, i);
+}
+
+bool holds_pattern(const void *page, unsigned int seed, size_t n)
+{
+	const uint64_t *w = page;
+
+	for (size_t i = 0; i < page_size / 8; i++)
+		if (w[i] != pattern_word(seed, n, i))
+			return false;
+	return true;
+}
+
+void fill_page(void *base, size_t index, unsigned int seed)
+{
+	fill_pattern((char *)base + index * page_size, seed, index);
 }
 
 bool page_holds(const void *base, size_t index, unsigned int seed)
 {
-	const uint64_t *w =
-		(const uint64_t *)((const char *)base + index * page_size);
-
-	for (size_t i = 0; i < page_size / 8; i++)
-		if (w[i] != pattern_word(seed, index, i))
-			return false;
-	return true;
+	return holds_pattern((const char *)base + index * page_size, seed,
+			     index);
 }
 
 size_t pages_wrong(const void *base, size_t pages, unsigned int seed)
@@ -304,6 +596,11 @@ int kids_start(struct kids *k, int n, kid_fn fn, void *arg)
 		if (k->pid[i] < 0)
 			return -errno;
 		if (k->pid[i] == 0) {
+			/* Keep no sibling's pipe open: EOF must reach it. */
+			for (int j = 0; j < i; j++) {
+				close(k->to_kid[j]);
+				close(k->from_kid[j]);
+			}
 			close(down[1]);
 			close(up[0]);
 			_exit(fn(arg, i, down[0], up[1]));
@@ -333,18 +630,61 @@ bool kids_sync(struct kids *k, char cmd, char *replies)
 	return true;
 }
 
+bool kids_collect(struct kids *k, char *replies)
+{
+	char r;
+
+	for (int i = 0; i < k->n; i++) {
+		if (read(k->from_kid[i], &r, 1) != 1)
+			return false;
+		if (replies)
+			replies[i] = r;
+	}
+	return true;
+}
+
+bool kid_send(struct kids *k, int i, char cmd)
+{
+	return k->pid[i] && write(k->to_kid[i], &cmd, 1) == 1;
+}
+
+bool kids_send(struct kids *k, char cmd)
+{
+	bool ok = true;
+
+	for (int i = 0; i < k->n; i++)
+		if (k->pid[i] && !kid_send(k, i, cmd))
+			ok = false;
+	return ok;
+}
+
+bool kid_call(struct kids *k, int i, char cmd, char *reply)
+{
+	*reply = '-';
+	return kid_send(k, i, cmd) && read(k->from_kid[i], reply, 1) == 1;
+}
+
+bool kid_reap(struct kids *k, int i)
+{
+	int status;
+
+	if (!k->pid[i])
+		return true;
+	close(k->to_kid[i]);
+	close(k->from_kid[i]);
+	if (waitpid(k->pid[i], &status, 0) != k->pid[i])
+		status = -1;
+	k->pid[i] = 0;
+	return WIFEXITED(status) && !WEXITSTATUS(status);
+}
+
 bool kids_wait(struct kids *k)
 {
 	bool ok = true;
-	int status;
 
-	for (int i = 0; i < k->n; i++) {
-		close(k->to_kid[i]);
-		close(k->from_kid[i]);
-		if (waitpid(k->pid[i], &status, 0) != k->pid[i] ||
-		    !WIFEXITED(status) || WEXITSTATUS(status))
+	for (int i = 0; i < k->n; i++)
+		if (!kid_reap(k, i))
 			ok = false;
-	}
 	k->n = 0;
 	return ok;
 }

@@ -34,12 +34,47 @@ bool checks_passed(void);
 long ksm_read(const char *name);
 int ksm_write(const char *name, long value);	/* 0 or -errno */
 int ksm_write_str(const char *name, const char *value);	/* 0 or -errno */
+/* One write(2) of @len bytes: what it returned, or -errno. */
+long ksm_write_raw(const char *name, const char *buf, size_t len);
+/* The file's content without its trailing newline; 0 or -errno. */
+int ksm_read_str(const char *name, char *buf, size_t size);
+/* Save every writable setting now and restore it when the program exits. */
+void ksm_save_settings(void);
 /* Unmerge everything, then run with fast, deterministic settings. */
 int ksm_reset(void);
 /* Wait for @scans more completed full scans; false on timeout. */
 bool ksm_wait_scans(int scans);
 /* Wait until the counter @name reaches @value; false on timeout. */
 bool ksm_wait_counter(const char *name, long value);
+
+/* run=0: returns once ksmd is between two batches, so counters hold still. */
+int ksm_pause(void);
+int ksm_resume(void);	/* run=1 */
+
+/* The page counters of ksm.rst, read one after the other. */
+struct ksm_counts {
+	long shared, sharing, unshared, volatile_, full_scans;
+};
+void ksm_get_counts(struct ksm_counts *c);
+#define KSM_ANY (-1L)	/* a counter ksm_wait_counts() does not care about */
+/*
+ * Wait (bounded in time and in full scans) until pages_shared,
+ * pages_sharing, pages_unshared and pages_volatile hold the given values
+ * in one snapshot taken with ksmd paused; ksmd runs again on return.
+ */
+bool ksm_wait_counts(long shared, long sharing, long unshared, long volatile_);
+/* Print ksm_rmap_items of every process that has some. */
+void ksm_diag_rmap_items(void);
+
+/*
+ * Step mode: ksmd scans only when ksm_step() asks, one full scan each
+ * time (pages_to_scan must cover every mergeable page). ksm_step_mode()
+ * stops ksmd (run=0) and makes it sleep for an hour between batches;
+ * ksm_step() waits until ksmd sleeps, wakes it and waits for its scan.
+ * ksm_reset() leaves step mode.
+ */
+int ksm_step_mode(void);
+bool ksm_step(void);
 
 /* Read a number from an arbitrary file; -1 on error. */
 long read_long(const char *path);
@@ -49,6 +84,9 @@ long vmstat(const char *key);
 /* Memory */
 void *map_pages(size_t pages);	/* anonymous private, faulted in, aborts on failure */
 int merge_pages(void *addr, size_t pages);	/* MADV_MERGEABLE; 0 or -errno */
+/* Fill the page at @page with the pattern (@seed, @n); does it hold it? */
+void fill_pattern(void *page, unsigned int seed, size_t n);
+bool holds_pattern(const void *page, unsigned int seed, size_t n);
 /* Fill page @index of @base with the pattern (@seed, @index). */
 void fill_page(void *base, size_t index, unsigned int seed);
 /* Does page @index hold the pattern (@seed, @index)? */
@@ -58,7 +96,11 @@ size_t pages_wrong(const void *base, size_t pages, unsigned int seed);
 /* This process's ksm_merging_pages from /proc/self/ksm_merging_pages. */
 long self_merging_pages(void);
 
-/* Children: fork @n processes each running @fn(@arg, i); returns pids. */
+/*
+ * Children: fork @n processes each running @fn(@arg, i); 0 or -errno.
+ * A child exits with @fn's return value; one blocked in kid_wait_cmd()
+ * exits with 3 when the parent closes its command pipe.
+ */
 struct kids {
 	int n;
 	pid_t pid[64];
@@ -69,7 +111,17 @@ typedef int (*kid_fn)(void *arg, int i, int cmd_fd, int reply_fd);
 int kids_start(struct kids *k, int n, kid_fn fn, void *arg);
 /* Send one byte to each child and wait for one byte back; false on error. */
 bool kids_sync(struct kids *k, char cmd, char *replies);
-/* Wait for all children; true if every one exited 0. */
+/* Read one byte from each child (e.g. "ready"); false on error. */
+bool kids_collect(struct kids *k, char *replies);
+/* Send one byte to each child, expecting no reply (e.g. "quit"). */
+bool kids_send(struct kids *k, char cmd);
+/* Send one byte to child @i, expecting no reply; false on error. */
+bool kid_send(struct kids *k, int i, char cmd);
+/* Send one byte to child @i and read its one-byte reply; false on error. */
+bool kid_call(struct kids *k, int i, char cmd, char *reply);
+/* Close child @i's pipes and wait for it; true if it exited 0. */
+bool kid_reap(struct kids *k, int i);
+/* Wait for all children not yet reaped; true if every one exited 0. */
 bool kids_wait(struct kids *k);
 /* In a child: wait for a command byte, and reply with one. */
 char kid_wait_cmd(int cmd_fd);

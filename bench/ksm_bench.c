@@ -1,0 +1,573 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ksm_bench.c - the KSM benchmark, run in the guest by samepage.mode=bench.
+ *
+ * Workloads, one after another, each on a freshly reset KSM (run=2, then
+ * run=1 with smart_scan=0, sleep_millisecs=0, pages_to_scan=PAGES_TO_SCAN),
+ * each in child processes that exit afterwards so that ksmd goes idle:
+ *
+ *   clones    CLONE_KIDS processes with the same CLONE_PAGES distinct pages:
+ *             time and ksmd CPU to full merge from run=1 (all madvised
+ *             while ksmd was stopped), memory saved;
+ *             then, with ksmd stopped (run=0), the cost of breaking COW on
+ *             one child's merged pages, of MADV_UNMERGEABLE on another's,
+ *             and of run=2 on what is left.
+ *   unique    16k, 64k and 256k distinct pages in one process: ksmd CPU
+ *             per scanned page over MEASURE_SCANS full scans after the
+ *             first one (which only takes checksums).
+ *   volatile  VOLATILE_PAGES identical pages that a writer keeps changing:
+ *             ksmd CPU per scanned page, and nothing may merge.
+ *
+ * ksmd CPU is utime + stime of /proc/<ksmd>/stat, in clock ticks
+ * (USER_HZ), over a span measured in pages by the pages_scanned delta.
+ *
+ * Metadata per tracked page: this kernel has no /proc/slabinfo (SLUB_TINY,
+ * no SLUB_DEBUG), so it is the growth of the "Slab:" line of /proc/meminfo
+ * from just before madvise (pages faulted in and filled) to after the
+ * measured scans, divided by the pages KSM tracks then (one rmap item
+ * each: pages_shared + pages_sharing + pages_unshared + pages_volatile).
+ * Measured on the unique 64k workload and on the clones.
+ *
+ * Output, on stdout (ttyS1, the host's ktap.log):
+ *   metric NAME VALUE UNIT	one per metric
+ *   series clones T BYTES	memory saved T guest seconds after run=1
+ *   error TEXT			a check failed or a wait timed out
+ *   bench done errors=N	last line
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ksmtest.h"
+
+#define PAGES_TO_SCAN	1000
+#define CLONE_KIDS	4
+#define CLONE_PAGES	4096		/* 16 MiB per child */
+#define VOLATILE_PAGES	16384
+#define MEASURE_SCANS	3
+#define SERIES_STEP	0.1		/* seconds between series samples */
+#define WAIT_LIMIT	900.0		/* guest seconds, any single wait */
+
+enum fill { FILL_CLONE, FILL_UNIQUE, FILL_VOLATILE };
+
+struct job {
+	size_t pages;
+	enum fill fill;
+};
+
+/* What a child replies to a command: a status byte and a duration. */
+struct reply {
+	char status;
+	double seconds;
+};
+
+/* A point of measurement: guest time, ksmd CPU, KSM's progress. */
+struct sample {
+	double t;
+	long ticks;
+	long scanned;
+	long scans;
+};
+
+static long clk_tck;
+static pid_t ksmd_pid;
+static int errors;
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void metric(const char *name, double value, const char *unit)
+{
+	printf("metric %s %.6g %s\n", name, value, unit);
+}
+
+static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	errors++;
+	printf("error ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+}
+
+static pid_t find_ksmd(void)
+{
+	char path[300], comm[32];
+	struct dirent *d;
+	pid_t pid = -1;
+	DIR *dir;
+	FILE *f;
+
+	dir = opendir("/proc");
+	if (!dir)
+		return -1;
+	while (pid < 0 && (d = readdir(dir))) {
+		if (!isdigit((unsigned char)d->d_name[0]))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/comm", d->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(comm, sizeof(comm), f) && !strcmp(comm, "ksmd\n"))
+			pid = atoi(d->d_name);
+		fclose(f);
+	}
+	closedir(dir);
+	return pid;
+}
+
+/* ksmd's utime + stime (fields 14 and 15 of /proc/<pid>/stat), in ticks. */
+static long ksmd_ticks(void)
+{
+	unsigned long utime, stime;
+	char path[64], buf[512];
+	char *p;
+	FILE *f;
+	int n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", ksmd_pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	p = fgets(buf, sizeof(buf), f);
+	fclose(f);
+	if (!p || !(p = strrchr(buf, ')')))
+		return -1;
+	/* Field 3 (state) follows the comm's ')'; skip fields 3 to 13. */
+	n = sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
+		   &utime, &stime);
+	return n == 2 ? (long)(utime + stime) : -1;
+}
+
+static void sample(struct sample *s)
+{
+	s->t = now();
+	s->ticks = ksmd_ticks();
+	s->scanned = ksm_read("pages_scanned");
+	s->scans = ksm_read("full_scans");
+}
+
+static double cpu_seconds(const struct sample *a, const struct sample *b)
+{
+	return (double)(b->ticks - a->ticks) / clk_tck;
+}
+
+/* ksmd CPU per page scanned between @a and @b, in ns. */
+static double ns_per_page(const struct sample *a, const struct sample *b)
+{
+	long pages = b->scanned - a->scanned;
+
+	return pages > 0 ? cpu_seconds(a, b) * 1e9 / pages : -1;
+}
+
+/* The "Slab:" line of /proc/meminfo, in bytes; -1 if absent. */
+static long slab_bytes(void)
+{
+	char line[128];
+	long kb = -1;
+	FILE *f;
+
+	f = fopen("/proc/meminfo", "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Slab: %ld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb < 0 ? -1 : kb * 1024;
+}
+
+static long tracked_pages(void)
+{
+	return ksm_read("pages_shared") + ksm_read("pages_sharing") +
+	       ksm_read("pages_unshared") + ksm_read("pages_volatile");
+}
+
+static void metadata_metric(const char *name, long slab_before)
+{
+	long tracked = tracked_pages();
+	long grown = slab_bytes() - slab_before;
+
+	if (tracked <= 0 || slab_before < 0) {
+		fail("%s: no tracked pages or no Slab line", name);
+		return;
+	}
+	metric(name, (double)grown / tracked, "B/page");
+}
+
+/* Wait until full_scans reaches @target; false on timeout. */
+static bool wait_scans_until(long target)
+{
+	double deadline = now() + WAIT_LIMIT;
+
+	while (ksm_read("full_scans") < target) {
+		if (now() > deadline) {
+			fail("timed out waiting for full scan %ld", target);
+			return false;
+		}
+		usleep(10000);
+	}
+	return true;
+}
+
+static bool reset(void)
+{
+	if (ksm_reset() || ksm_write("pages_to_scan", PAGES_TO_SCAN)) {
+		fail("cannot reset KSM");
+		return false;
+	}
+	return true;
+}
+
+/* Children */
+
+static void reply(int fd, char status, double seconds)
+{
+	struct reply r = { status, seconds };
+
+	if (write(fd, &r, sizeof(r)) != sizeof(r))
+		_exit(3);
+}
+
+static char call(struct kids *k, int i, char cmd, double *seconds)
+{
+	struct reply r;
+
+	if (write(k->to_kid[i], &cmd, 1) != 1 ||
+	    read(k->from_kid[i], &r, sizeof(r)) != sizeof(r))
+		return 0;
+	if (seconds)
+		*seconds = r.seconds;
+	return r.status;
+}
+
+/* Send @cmd to every child; true if all answered 'k'. */
+static bool call_all(struct kids *k, char cmd)
+{
+	bool ok = true;
+
+	for (int i = 0; i < k->n; i++)
+		ok &= call(k, i, cmd, NULL) == 'k';
+	return ok;
+}
+
+/* Wait for every child's first reply, sent when its memory is ready. */
+static bool kids_ready(struct kids *k)
+{
+	struct reply r;
+	bool ok = true;
+
+	for (int i = 0; i < k->n; i++)
+		ok &= read(k->from_kid[i], &r, sizeof(r)) == sizeof(r) &&
+		      r.status == 'k';
+	return ok;
+}
+
+static void stop_kids(struct kids *k)
+{
+	call_all(k, 'q');
+	if (!kids_wait(k))
+		fail("a child failed");
+}
+
+/* Distinct pages, cheap to fill: one 64-bit value per page, plus offsets. */
+static void fill_unique(char *mem, size_t pages, unsigned int seed)
+{
+	for (size_t i = 0; i < pages; i++) {
+		uint64_t *w = (uint64_t *)(mem + i * page_size);
+		uint64_t v = ((uint64_t)seed << 40 | i) * 0x9e3779b97f4a7c15ULL;
+
+		for (size_t j = 0; j < page_size / 8; j++)
+			w[j] = v + j;
+	}
+}
+
+static void fill(const struct job *job, char *mem, int i)
+{
+	switch (job->fill) {
+	case FILL_CLONE:
+		for (size_t p = 0; p < job->pages; p++)
+			fill_page(mem, p, 1);
+		break;
+	case FILL_UNIQUE:
+		fill_unique(mem, job->pages, 100 + i);
+		break;
+	case FILL_VOLATILE:
+		memset(mem, 0x5a, job->pages * page_size);
+		break;
+	}
+}
+
+/* Touch one word of every page, on and on, until a command arrives. */
+static void write_volatile(char *mem, size_t pages, int cmd_fd)
+{
+	struct pollfd pfd = { .fd = cmd_fd, .events = POLLIN };
+	uint64_t round = 0;
+
+	while (!poll(&pfd, 1, 0)) {
+		round++;
+		for (size_t p = 0; p < pages; p++)
+			*(volatile uint64_t *)(mem + p * page_size) = round;
+		usleep(5000);
+	}
+}
+
+static double write_each_page(char *mem, size_t pages)
+{
+	double t0 = now();
+
+	for (size_t p = 0; p < pages; p++)
+		((volatile char *)mem)[p * page_size] ^= 1;
+	return now() - t0;
+}
+
+static double madvise_timed(char *mem, size_t pages, int advice)
+{
+	double t0 = now();
+
+	if (madvise(mem, pages * page_size, advice))
+		return -1;
+	return now() - t0;
+}
+
+static int kid_main(void *arg, int i, int cmd_fd, int reply_fd)
+{
+	const struct job *job = arg;
+	char *mem = map_pages(job->pages);
+	double t;
+
+	fill(job, mem, i);
+	reply(reply_fd, 'k', 0);
+	for (;;) {
+		switch (kid_wait_cmd(cmd_fd)) {
+		case 'm':
+			t = madvise_timed(mem, job->pages, MADV_MERGEABLE);
+			reply(reply_fd, t < 0 ? 'e' : 'k', t);
+			break;
+		case 'v':
+			t = madvise_timed(mem, job->pages, MADV_MERGEABLE);
+			reply(reply_fd, t < 0 ? 'e' : 'k', t);
+			write_volatile(mem, job->pages, cmd_fd);
+			break;
+		case 'w':
+			reply(reply_fd, 'k', write_each_page(mem, job->pages));
+			break;
+		case 'u':
+			t = madvise_timed(mem, job->pages, MADV_UNMERGEABLE);
+			reply(reply_fd, t < 0 ? 'e' : 'k', t);
+			break;
+		case 'q':
+			reply(reply_fd, 'k', 0);
+			return 0;
+		default:
+			reply(reply_fd, 'e', 0);
+		}
+	}
+}
+
+static bool start_kids(struct kids *k, int n, struct job *job)
+{
+	if (kids_start(k, n, kid_main, job) || !kids_ready(k)) {
+		fail("cannot start %d children", n);
+		return false;
+	}
+	return true;
+}
+
+/* Workloads */
+
+/* Poll until the clones are fully merged, printing the series. */
+static bool wait_merged(const struct sample *start, long sharing, long shared)
+{
+	double next = start->t;
+	long s;
+
+	for (;;) {
+		double t = now();
+
+		s = ksm_read("pages_sharing");
+		if (t >= next) {
+			printf("series clones %.3f %ld\n", t - start->t,
+			       s * (long)page_size);
+			while (next <= t)
+				next += SERIES_STEP;
+		}
+		if (s == sharing && ksm_read("pages_shared") == shared)
+			break;
+		if (t - start->t > WAIT_LIMIT) {
+			fail("clones: pages_sharing %ld, want %ld", s, sharing);
+			return false;
+		}
+		usleep(10000);
+	}
+	printf("series clones %.3f %ld\n", now() - start->t,
+	       s * (long)page_size);
+	return true;
+}
+
+static void clones_merge(struct kids *k)
+{
+	long sharing = (CLONE_KIDS - 1) * CLONE_PAGES;
+	long slab0 = slab_bytes();
+	struct sample a, b;
+
+	/* All madvise with ksmd stopped: the clock starts with ksmd. */
+	ksm_write("run", 0);
+	if (!call_all(k, 'm')) {
+		fail("clones: madvise failed");
+		return;
+	}
+	sample(&a);
+	ksm_write("run", 1);
+	if (!wait_merged(&a, sharing, CLONE_PAGES))
+		return;
+	sample(&b);
+	metric("clones_merge_time", b.t - a.t, "s");
+	metric("clones_merge_ksmd_cpu", cpu_seconds(&a, &b), "s");
+	metric("clones_merge_pages_scanned", b.scanned - a.scanned, "pages");
+	metric("clones_saved", (double)sharing * page_size / (1 << 20), "MiB");
+	metric("clones_general_profit",
+	       (double)ksm_read("general_profit") / (1 << 20), "MiB");
+	metadata_metric("clones_metadata", slab0);
+}
+
+/* With ksmd stopped: COW break, MADV_UNMERGEABLE, then run=2. */
+static void clones_unmerge(struct kids *k)
+{
+	long left = (CLONE_KIDS - 2) * CLONE_PAGES;
+	double t, t0;
+
+	printf("# COW break, MADV_UNMERGEABLE: %d pages each; run=2: %ld\n",
+	       CLONE_PAGES, left);
+	ksm_write("run", 0);
+	if (call(k, 0, 'w', &t) != 'k')
+		fail("clones: COW break failed");
+	metric("cow_break", t * 1e9 / CLONE_PAGES, "ns/page");
+	if (call(k, 1, 'u', &t) != 'k')
+		fail("clones: MADV_UNMERGEABLE failed");
+	metric("unmerge_madvise", t * 1e9 / CLONE_PAGES, "ns/page");
+	/* The counters lag until ksmd's next visit: what is left is known. */
+	t0 = now();
+	if (ksm_write("run", 2))
+		fail("clones: run=2 failed");
+	t = now() - t0;
+	metric("unmerge_run2", t * 1e9 / left, "ns/page");
+	if (ksm_read("pages_sharing") || ksm_read("pages_shared"))
+		fail("clones: pages left merged after run=2");
+}
+
+static void bench_clones(void)
+{
+	struct job job = { CLONE_PAGES, FILL_CLONE };
+	struct kids k;
+
+	printf("# clones: %d processes x %d pages\n", CLONE_KIDS, CLONE_PAGES);
+	if (!reset() || !start_kids(&k, CLONE_KIDS, &job))
+		return;
+	clones_merge(&k);
+	clones_unmerge(&k);
+	stop_kids(&k);
+}
+
+static void bench_unique(size_t pages, const char *name)
+{
+	struct job job = { pages, FILL_UNIQUE };
+	struct sample a, b;
+	char metric_name[64];
+	struct kids k;
+	long slab0, scans;
+
+	printf("# unique: %zu pages\n", pages);
+	if (!reset() || !start_kids(&k, 1, &job))
+		return;
+	slab0 = slab_bytes();
+	scans = ksm_read("full_scans");
+	if (call(&k, 0, 'm', NULL) != 'k')
+		fail("unique: madvise failed");
+	/* The first full scan only takes checksums: measure after it. */
+	if (wait_scans_until(scans + 1)) {
+		sample(&a);
+		if (wait_scans_until(a.scans + MEASURE_SCANS)) {
+			sample(&b);
+			snprintf(metric_name, sizeof(metric_name),
+				 "unique_%s_scan", name);
+			metric(metric_name, ns_per_page(&a, &b), "ns/page");
+			if (pages == 65536)
+				metadata_metric("unique_64k_metadata", slab0);
+		}
+	}
+	if (ksm_read("pages_sharing"))
+		fail("unique: %ld pages merged", ksm_read("pages_sharing"));
+	stop_kids(&k);
+}
+
+static void bench_volatile(void)
+{
+	struct job job = { VOLATILE_PAGES, FILL_VOLATILE };
+	struct sample a, b;
+	struct kids k;
+	long scans;
+
+	printf("# volatile: %d pages\n", VOLATILE_PAGES);
+	if (!reset() || !start_kids(&k, 1, &job))
+		return;
+	scans = ksm_read("full_scans");
+	if (call(&k, 0, 'v', NULL) != 'k')
+		fail("volatile: madvise failed");
+	if (wait_scans_until(scans + 1)) {
+		sample(&a);
+		if (wait_scans_until(a.scans + MEASURE_SCANS)) {
+			sample(&b);
+			metric("volatile_scan", ns_per_page(&a, &b),
+			       "ns/page");
+			metric("volatile_merged",
+			       ksm_read("pages_sharing") +
+			       ksm_read("pages_shared"), "pages");
+		}
+	}
+	if (ksm_read("pages_sharing"))
+		fail("volatile: %ld pages merged", ksm_read("pages_sharing"));
+	stop_kids(&k);
+}
+
+int main(void)
+{
+	double t0 = now();
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	clk_tck = sysconf(_SC_CLK_TCK);
+	ksmd_pid = find_ksmd();
+	printf("# ksm_bench: page size %zu, clock ticks %ld/s, ksmd pid %d\n",
+	       page_size, clk_tck, ksmd_pid);
+	if (ksmd_pid < 0 || ksm_read("run") < 0) {
+		fail("no ksmd or no %s", KSM_DIR);
+	} else {
+		bench_clones();
+		bench_unique(16384, "16k");
+		bench_unique(65536, "64k");
+		bench_unique(262144, "256k");
+		bench_volatile();
+		ksm_write("run", 2);
+	}
+	metric("bench_guest_time", now() - t0, "s");
+	printf("bench done errors=%d\n", errors);
+	return errors ? 1 : 0;
+}

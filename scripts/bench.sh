@@ -1,0 +1,161 @@
+#!/bin/bash
+# bench.sh: boot the pristine kernel (stock), then ours (ksm), in bench mode
+# (the guest runs bench/ksm_bench.c), and compare them metric by metric.
+# Results: LOGS/{stock,ksm}/ (boot logs, metrics.txt, clones.dat),
+# LOGS/report.txt (the table) and LOGS/clones.png (memory saved over time
+# on the clones workload); LOGS defaults to build/bench.
+#
+#   BENCH_MODE=icount	(default) -icount: guest time counts instructions,
+#			so a run repeats almost exactly and host load is no
+#			noise; the times are of an emulated 62.5 MIPS CPU.
+#   BENCH_MODE=wall	no icount: real time of the emulation, noisy.
+#   REPEAT=N		boot each kernel N times (alternately); a metric is
+#			the mean, the spread column (max - min) / mean over
+#			both kernels' runs.
+#   SMP=N		guest CPUs (default 1: QEMU's icount with two CPUs
+#			runs them round robin and stalls a sleeping one).
+#   MEM, TIMEOUT, GUEST	as for boot.sh (defaults 3G, 1800 s).
+set -euo pipefail
+. "$(dirname "$0")/common.sh"
+
+mode=${BENCH_MODE:-icount}
+repeat=${REPEAT:-1}
+out=${LOGS:-$BUILD/bench}
+export MEM=${MEM:-3G} TIMEOUT=${TIMEOUT:-1800} SMP=${SMP:-1}
+case $mode in
+icount) export ICOUNT=1 ;;
+wall) export ICOUNT=0 ;;
+*) die "BENCH_MODE is icount or wall, not '$mode'" ;;
+esac
+[[ $repeat =~ ^[1-9][0-9]*$ ]] || die "REPEAT is a positive number"
+command -v gnuplot >/dev/null || die "gnuplot missing (apt-get install gnuplot-nox)"
+flavours=(stock ksm)
+
+# run_dir FLAVOUR N: logs of run N (the first directly in LOGS/FLAVOUR).
+run_dir() {
+	if [ "$2" = 1 ]; then echo "$out/$1"; else echo "$out/$1/run$2"; fi
+}
+
+# boot_one FLAVOUR N: one bench boot; fails unless the guest finished.
+boot_one() {
+	local dir start
+	dir=$(run_dir "$1" "$2")
+	start=$(date +%s.%N)
+	LOGS=$dir "$TOP/scripts/boot.sh" "$1" bench
+	awk -v s="$start" -v e="$(date +%s.%N)" \
+		'BEGIN { printf "%.1f\n", e - s }' > "$dir/wall"
+	if ! grep -q '^bench done' "$dir/ktap.log" 2>/dev/null; then
+		tail -n 20 "$dir/console.log" >&2 || true
+		die "$1 run $2: the guest did not finish the bench (see $dir)"
+	fi
+	grep '^error' "$dir/ktap.log" >&2 || true
+	note "$1 run $2: $(cat "$dir/wall") s wall"
+}
+
+# collect FLAVOUR: mean of each metric over the runs into metrics.txt
+# ("name mean unit min max"), the first run's series into clones.dat.
+collect() {
+	local i files=()
+	for ((i = 1; i <= repeat; i++)); do
+		files+=("$(run_dir "$1" "$i")/ktap.log")
+	done
+	awk '$1 == "metric" {
+		n = $2; v = $3 + 0
+		if (!(n in sum)) { order[++k] = n; min[n] = v; max[n] = v }
+		sum[n] += v; cnt[n]++; unit[n] = $4
+		if (v < min[n]) min[n] = v
+		if (v > max[n]) max[n] = v
+	}
+	END {
+		for (i = 1; i <= k; i++) {
+			n = order[i]
+			printf "%s %.6g %s %.6g %.6g\n", n, sum[n] / cnt[n],
+				unit[n], min[n], max[n]
+		}
+	}' "${files[@]}" > "$out/$1/metrics.txt"
+	awk '$1 == "series" && $2 == "clones" {
+		printf "%s %.3f\n", $3, $4 / 1048576 }' "${files[0]}" \
+		> "$out/$1/clones.dat"
+}
+
+# table: ours, stock, ours/stock for every metric, and the noise summary.
+table() {
+	awk -v repeat="$repeat" '
+	function abs(x) { return x < 0 ? -x : x }
+	FNR == NR { s[$1] = $2; smin[$1] = $4; smax[$1] = $5; next }
+	{
+		n = $1; o = $2; u = $3
+		ratio = "-"
+		if (n in s && s[n] != 0) {
+			r = o / s[n]; ratio = sprintf("%.3f", r)
+			if (abs(r - 1) > worst) {
+				worst = abs(r - 1); wname = n
+			}
+		}
+		spread = "-"
+		if (repeat > 1 && o != 0) {
+			lo = $4 < smin[n] ? $4 : smin[n]
+			hi = $5 > smax[n] ? $5 : smax[n]
+			spread = sprintf("%.3f", (hi - lo) / ((o + s[n]) / 2))
+		}
+		printf "%-28s %-8s %12.6g %12.6g %8s", n, u, o, s[n], ratio
+		if (repeat > 1) printf " %8s", spread
+		printf "\n"
+	}
+	END {
+		printf "\nlargest |ours/stock - 1|: %.3f (%s)\n", worst, wname
+	}' "$out/stock/metrics.txt" "$out/ksm/metrics.txt"
+}
+
+# plot TITLE: memory saved over time, both kernels, into clones.png.
+plot() {
+	local term=png
+	gnuplot -e 'set terminal pngcairo' 2>/dev/null && term=pngcairo
+	gnuplot <<-EOF
+	set terminal $term size 900,540
+	set output '$out/clones.png'
+	set title 'clones: $1'
+	set xlabel 'guest seconds since ksmd started ($mode)'
+	set ylabel 'memory saved (MiB)'
+	set key bottom right
+	set grid
+	plot '$out/stock/clones.dat' using 1:2 with lines lw 2 title 'stock', \
+	     '$out/ksm/clones.dat' using 1:2 with lines lw 2 dt 2 title 'ours'
+	EOF
+}
+
+mkdir -p "$out"
+for ((i = 1; i <= repeat; i++)); do
+	for f in "${flavours[@]}"; do
+		boot_one "$f" "$i"
+	done
+done
+for f in "${flavours[@]}"; do
+	collect "$f"
+done
+logs=()
+for f in "${flavours[@]}"; do
+	for ((i = 1; i <= repeat; i++)); do
+		logs+=("$(run_dir "$f" "$i")/ktap.log")
+	done
+done
+rev=$(git -C "$TOP" rev-parse --short HEAD 2>/dev/null || echo unknown)
+{
+	echo "samepage bench: $mode mode, $repeat run(s) a kernel," \
+		"MEM=$MEM SMP=$SMP, $rev"
+	printf "%-28s %-8s %12s %12s %8s" metric unit ours stock ratio
+	[ "$repeat" -gt 1 ] && printf " %8s" spread
+	printf "\n"
+	table
+	for f in "${flavours[@]}"; do
+		for ((i = 1; i <= repeat; i++)); do
+			printf "wall time %s run %d: %s s\n" "$f" "$i" \
+				"$(cat "$(run_dir "$f" "$i")/wall")"
+		done
+	done
+} | tee "$out/report.txt"
+plot "$(sed -n 's/^# clones: //p' "${logs[0]}" | head -n 1)"
+note "report in $out/report.txt, plot in $out/clones.png"
+if grep -q '^error' "${logs[@]}"; then
+	die "the bench reported errors (lines 'error' in the ktap.log files)"
+fi
