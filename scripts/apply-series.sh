@@ -37,9 +37,19 @@ n=0
 for p in "${patches[@]}"; do
 	file=$TOP/kernel/$p
 	[ -f "$file" ] || die "series names $p, which does not exist"
-	if ! git am -q --allow-empty --whitespace=nowarn "$file"; then
-		git am --abort >/dev/null 2>&1 || true
-		die "series does not apply to $PKG: $p failed"
+	if grep -q '^diff --git ' "$file"; then
+		if ! git am -q --whitespace=nowarn "$file"; then
+			git am --abort >/dev/null 2>&1 || true
+			die "series does not apply to $PKG: $p failed"
+		fi
+	else
+		# Only new files: git am refuses an empty patch, so commit
+		# its message and author by hand.
+		info=$(git mailinfo "$BUILD/.msg" /dev/null < "$file")
+		GIT_AUTHOR_NAME=$(sed -n 's/^Author: //p' <<<"$info") \
+		GIT_AUTHOR_EMAIL=$(sed -n 's/^Email: //p' <<<"$info") \
+		git commit -q --allow-empty -F <(sed -n 's/^Subject: //p' <<<"$info"
+			echo; cat "$BUILD/.msg")
 	fi
 	mapfile -t adds < <(adds_of "$file")
 	if [ "${#adds[@]}" -gt 0 ]; then

@@ -3,7 +3,8 @@
  * samepage: kernel samepage merging, internal interfaces.
  *
  * The pieces, one file each:
- *   scan.c   ksmd, the list of registered mms and the per-page state
+ *   core.c   registering mms (madvise, prctl, fork, exit) and boot
+ *   scan.c   ksmd and the visit of each page: the per-page state machine
  *   index.c  the content index: KSM pages and this pass's candidates
  *   merge.c  write-protecting, merging and unsharing pages
  *   rmap.c   the rmap side: walks, migration, swap-in, memory failure
@@ -56,6 +57,7 @@
 /* One registered mm. */
 struct sp_slot {
 	struct list_head list;		/* sp_slots, under sp_slots_lock */
+	struct hlist_node hnode;	/* sp_mm_hash, under sp_slots_lock */
 	struct mm_struct *mm;		/* mmgrab()bed while the slot lives */
 	struct xarray pages;		/* vpn -> state word or sp_sharer */
 	unsigned int id;		/* for candidate table entries */
@@ -155,9 +157,25 @@ extern struct sp_stats sp_stats;
 extern struct mutex sp_mutex;
 extern wait_queue_head_t sp_thread_wait;
 
+/* core.c */
+extern spinlock_t sp_slots_lock;
+extern struct list_head sp_slots;
+extern struct xarray sp_slot_ids;
+extern struct kmem_cache *sp_node_cache;
+extern struct kmem_cache *sp_sharer_cache;
+void sp_slot_free(struct sp_slot *slot);
+
 /* scan.c */
+/* Where ksmd is: @slot is NULL between passes. Under sp_slots_lock. */
+struct sp_cursor {
+	struct sp_slot *slot;
+	unsigned long addr;		/* next address to look at */
+	bool saw_vma;			/* @slot had a mergeable VMA */
+};
+extern struct sp_cursor sp_cur;
+int sp_scan_init(void);
 int sp_unmerge_all(void);
-bool sp_slots_empty(void);
+void sp_sharer_drop(struct sp_sharer *sh);
 
 /* index.c */
 u32 sp_hash_page(struct page *page);
@@ -196,15 +214,15 @@ void sp_stable_destroy(struct sp_stable_table *t);
 void sp_stable_add(struct sp_stable_table *t, struct sp_knode *node);
 void sp_stable_del(struct sp_stable_table *t, struct sp_knode *node);
 struct hlist_head *sp_stable_bucket(struct sp_stable_table *t, u32 hash);
-#define sp_stable_for_each_hash(t, node, tmp, hash)			\
-	hlist_for_each_entry_safe(node, tmp, sp_stable_bucket(t, hash), link) \
-		if ((node)->hash == (hash))
 void sp_stable_for_each(struct sp_stable_table *t,
 			void (*fn)(struct sp_knode *node));
 
 extern struct sp_cand_table sp_cands;
 extern struct sp_stable_table sp_stable;
 int sp_index_init(void);
+
+/* sysfs.c */
+int sp_sysfs_init(void);
 
 /* rmap.c */
 struct sp_knode *sp_folio_node(struct folio *folio);

@@ -1,0 +1,907 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * samepage scanner: ksmd and what it decides at each visit of a page.
+ *
+ * ksmd walks the registered mms in list order, and in each the present
+ * anonymous pages of its mergeable VMAs in address order, pages_to_scan
+ * pages a batch. One walk over every mm is a pass; full_scans counts them.
+ *
+ * The state of a page at a visit, and what comes of it:
+ *   unknown          hash it, remember the hash ("volatile" until proved)
+ *   hash changed     remember the new hash: it is volatile
+ *   hash unchanged   look for an equal KSM page and join it; else look for
+ *                    an equal candidate and make a KSM page of the two;
+ *                    else become a candidate ("unshared") for this pass
+ *   merged           nothing to do while it still maps its KSM page; if it
+ *                    was copied on write or unmapped, forget the sharer
+ *   KSM, unknown     a KSM page inherited by fork: record the sharer
+ * Addresses where no page is found any more are forgotten as the walk
+ * passes them.
+ */
+#include <linux/freezer.h>
+#include <linux/hashtable.h>
+#include <linux/kthread.h>
+#include <linux/mm.h>
+#include <linux/mmu_notifier.h>
+#include <linux/pagewalk.h>
+#include <linux/rmap.h>
+#include <linux/sched/mm.h>
+#include <linux/sched/cputime.h>
+#include <linux/slab.h>
+#include <linux/swap.h>
+
+#include "../internal.h"
+#include "samepage.h"
+
+#include <trace/events/ksm.h>
+
+struct sp_cursor sp_cur;
+
+/* Account for the entry of a page going from @old to @new. */
+static void sp_account(struct sp_slot *slot, void *old, void *new)
+{
+	if (!old) {
+		sp_stats.tracked++;
+		slot->mm->ksm_rmap_items++;
+	} else if (xa_is_value(old) && sp_st_cand(xa_to_value(old))) {
+		sp_stats.unshared--;
+	}
+	if (!new) {
+		sp_stats.tracked--;
+		slot->mm->ksm_rmap_items--;
+	} else if (xa_is_value(new) && sp_st_cand(xa_to_value(new))) {
+		sp_stats.unshared++;
+	}
+}
+
+/*
+ * Set what ksmd knows of page @vpn of @slot; NULL forgets it. Done under
+ * the xarray's lock: once the last entry of an exiting mm's slot is gone,
+ * __ksm_exit() may free the slot, and nothing here touches it after that.
+ */
+static bool sp_entry_set(struct sp_slot *slot, unsigned long vpn, void *new)
+{
+	void *old;
+
+	xa_lock(&slot->pages);
+	if (new)
+		old = __xa_store(&slot->pages, vpn, new, GFP_KERNEL);
+	else
+		old = __xa_erase(&slot->pages, vpn);
+	if (!xa_is_err(old))
+		sp_account(slot, old, new);
+	xa_unlock(&slot->pages);
+	return !xa_is_err(old);
+}
+
+static void sp_set_state(struct sp_slot *slot, unsigned long vpn,
+			 unsigned long st)
+{
+	sp_entry_set(slot, vpn, xa_mk_value(st));
+}
+
+/* Record @sh as a mapping of @node at @addr of @slot; KSM folio locked. */
+static bool sp_sharer_link(struct sp_knode *node, struct sp_sharer *sh,
+			   struct sp_slot *slot, unsigned long addr)
+{
+	sh->node = node;
+	sh->slot = slot;
+	sh->addr = addr;
+	if (!sp_entry_set(slot, addr >> PAGE_SHIFT, sh))
+		return false;
+	hlist_add_head(&sh->link, &node->sharers);
+	if (node->nr_sharers++)
+		sp_stats.sharing++;
+	else
+		sp_stats.shared++;
+	slot->mm->ksm_merging_pages++;
+	return true;
+}
+
+/* Take @sh off its node and forget its page; KSM folio locked or gone. */
+static void sp_sharer_unlink(struct sp_sharer *sh)
+{
+	struct sp_knode *node = sh->node;
+
+	hlist_del(&sh->link);
+	if (--node->nr_sharers)
+		sp_stats.sharing--;
+	else
+		sp_stats.shared--;
+	sh->slot->mm->ksm_merging_pages--;
+	trace_ksm_remove_rmap_item(node->kpfn, sh, sh->slot->mm);
+	sp_entry_set(sh->slot, sh->addr >> PAGE_SHIFT, NULL);
+}
+
+static void sp_sharer_free(struct sp_sharer *sh)
+{
+	if (sh->anon_vma)
+		put_anon_vma(sh->anon_vma);
+	kmem_cache_free(sp_sharer_cache, sh);
+}
+
+static void sp_hold_anon_vma(struct sp_sharer *sh, struct vm_area_struct *vma)
+{
+	sh->anon_vma = vma->anon_vma;
+	get_anon_vma(sh->anon_vma);
+}
+
+/**
+ * sp_knode_free - free a node whose KSM folio has gone, and its sharers
+ * @node: the node; sp_mutex held
+ */
+void sp_knode_free(struct sp_knode *node)
+{
+	struct hlist_node *tmp;
+	struct sp_sharer *sh;
+
+	trace_ksm_remove_ksm_page(node->kpfn);
+	hlist_for_each_entry_safe(sh, tmp, &node->sharers, link) {
+		sp_sharer_unlink(sh);
+		sp_sharer_free(sh);
+	}
+	sp_stable_del(&sp_stable, node);
+	kmem_cache_free(sp_node_cache, node);
+}
+
+/**
+ * sp_sharer_drop - forget a mapping of a KSM page
+ * @sh: the sharer; sp_mutex held
+ */
+void sp_sharer_drop(struct sp_sharer *sh)
+{
+	struct folio *kfolio = sp_node_folio(sh->node, true);
+
+	/* No folio: the node was stale, and went with @sh and the rest. */
+	if (!kfolio)
+		return;
+	sp_sharer_unlink(sh);
+	folio_unlock(kfolio);
+	folio_put(kfolio);
+	sp_sharer_free(sh);
+}
+
+/* Forget the pages of @slot in [@from, @to): nothing is mapped there. */
+static void sp_forget(struct sp_slot *slot, unsigned long from,
+		      unsigned long to)
+{
+	unsigned long vpn;
+	void *entry;
+
+	if (from >= to)
+		return;
+	xa_for_each_range(&slot->pages, vpn, entry, from >> PAGE_SHIFT,
+			  (to - 1) >> PAGE_SHIFT) {
+		if (xa_is_value(entry))
+			sp_entry_set(slot, vpn, NULL);
+		else
+			sp_sharer_drop(entry);
+	}
+}
+
+/* The smart-scan age of a page that stayed unmerged, and its skips. */
+static unsigned int sp_age_next(unsigned long st)
+{
+	return min_t(unsigned int, sp_st_age(st) + 1,
+		     GENMASK(SP_ST_AGE_BITS - 1, 0));
+}
+
+static unsigned int sp_skips_for(unsigned int age)
+{
+	if (age < 3)
+		return 0;
+	if (age < 6)
+		return 1;
+	return age < 9 ? 3 : 7;
+}
+
+/* Should this visit be skipped? A skipped page is no candidate. */
+static bool sp_smart_skip(struct sp_slot *slot, unsigned long vpn,
+			  unsigned long st)
+{
+	unsigned int skip = sp_st_skip(st);
+
+	if (!READ_ONCE(sp_smart_scan) || !skip)
+		return false;
+	sp_set_state(slot, vpn, sp_st_make(sp_st_hash(st), false,
+					   sp_st_age(st), skip - 1));
+	sp_stats.skipped++;
+	return true;
+}
+
+/* Remember a page that stays unmerged after this visit. */
+static void sp_keep(struct sp_slot *slot, unsigned long vpn, u32 hash,
+		    bool cand, unsigned long st)
+{
+	unsigned int age = sp_age_next(st);
+
+	sp_set_state(slot, vpn, sp_st_make(hash, cand, age,
+					   sp_skips_for(age)));
+}
+
+/* Run @fn on the mergeable VMA of @addr in @slot's mm, with mmap_lock. */
+static int sp_with_vma(struct sp_slot *slot, unsigned long addr,
+		       int (*fn)(struct vm_area_struct *vma, void *arg),
+		       void *arg)
+{
+	struct mm_struct *mm = slot->mm;
+	struct vm_area_struct *vma;
+	int err = -EFAULT;
+
+	mmap_read_lock(mm);
+	vma = sp_mergeable_vma(mm, addr);
+	if (vma)
+		err = fn(vma, arg);
+	mmap_read_unlock(mm);
+	return err;
+}
+
+struct sp_merge_req {
+	struct page *page;
+	struct page *kpage;		/* NULL: make @page the KSM page */
+	struct sp_knode *node;		/* with @kpage NULL */
+	struct sp_sharer *sh;		/* gets the anon_vma on success */
+};
+
+static int sp_merge_fn(struct vm_area_struct *vma, void *arg)
+{
+	struct sp_merge_req *r = arg;
+	int err;
+
+	if (r->kpage)
+		err = sp_merge_into(vma, r->page, r->kpage);
+	else
+		err = sp_make_ksm(vma, r->page, r->node);
+	if (!err && r->sh)
+		sp_hold_anon_vma(r->sh, vma);
+	return err;
+}
+
+static int sp_unshare_fn(struct vm_area_struct *vma, void *arg)
+{
+	return sp_unshare(vma, *(unsigned long *)arg);
+}
+
+static void sp_unshare_at(struct sp_slot *slot, unsigned long addr)
+{
+	sp_with_vma(slot, addr, sp_unshare_fn, &addr);
+}
+
+static int sp_zero_fn(struct vm_area_struct *vma, void *arg)
+{
+	return sp_merge_zero(vma, arg);
+}
+
+/* An all-zero page becomes KSM's zero page, when so configured. */
+static bool sp_try_zero(struct sp_slot *slot, unsigned long addr,
+			struct page *page, u32 hash)
+{
+	if (!READ_ONCE(sp_use_zero_pages) || hash != sp_zero_hash)
+		return false;
+	if (sp_with_vma(slot, addr, sp_zero_fn, page))
+		return false;
+	trace_ksm_merge_one_page(page_to_pfn(page), NULL, slot->mm, 0);
+	sp_entry_set(slot, addr >> PAGE_SHIFT, NULL);
+	return true;
+}
+
+/* Map @kfolio, the KSM folio of @node, in place of @page. */
+static bool sp_join(struct sp_slot *slot, unsigned long addr,
+		    struct page *page, struct folio *kfolio,
+		    struct sp_knode *node)
+{
+	struct sp_merge_req r = { .page = page, .kpage = &kfolio->page };
+	bool linked = false;
+	int err;
+
+	r.sh = kmem_cache_zalloc(sp_sharer_cache, GFP_KERNEL);
+	if (!r.sh)
+		return false;
+	err = sp_with_vma(slot, addr, sp_merge_fn, &r);
+	trace_ksm_merge_with_ksm_page(kfolio, page_to_pfn(page), r.sh,
+				      slot->mm, err);
+	if (err) {
+		kmem_cache_free(sp_sharer_cache, r.sh);
+		return false;
+	}
+	folio_lock(kfolio);
+	if (sp_folio_node(kfolio) == node)
+		linked = sp_sharer_link(node, r.sh, slot, addr);
+	folio_unlock(kfolio);
+	if (!linked) {
+		/* Mapped but not recorded: take the mapping back. */
+		sp_unshare_at(slot, addr);
+		sp_sharer_free(r.sh);
+	}
+	return linked;
+}
+
+static bool sp_may_share(struct sp_knode *node, int nid)
+{
+	if (!READ_ONCE(sp_merge_across_nodes) && node->nid != nid)
+		return false;
+	return node->nr_sharers < READ_ONCE(sp_max_page_sharing);
+}
+
+/* Join an existing KSM page with the same content, if there is one. */
+static bool sp_try_stable(struct sp_slot *slot, unsigned long addr,
+			  struct page *page, u32 hash)
+{
+	int nid = page_to_nid(page);
+	struct hlist_node *tmp;
+	struct sp_knode *node;
+	struct folio *kfolio;
+	bool done;
+
+	hlist_for_each_entry_safe(node, tmp, sp_stable_bucket(&sp_stable, hash),
+				  link) {
+		if (node->hash != hash || !sp_may_share(node, nid))
+			continue;
+		kfolio = sp_node_folio(node, false);
+		if (!kfolio)
+			continue;
+		done = (READ_ONCE(sp_merge_across_nodes) ||
+			folio_nid(kfolio) == nid) &&
+		       sp_pages_same(page, &kfolio->page) &&
+		       sp_join(slot, addr, page, kfolio, node);
+		folio_put(kfolio);
+		if (done)
+			return true;
+	}
+	return false;
+}
+
+/* The page mapped at @addr in @mm if it may be merged: anonymous, not KSM. */
+static struct page *sp_get_page(struct mm_struct *mm, unsigned long addr)
+{
+	struct vm_area_struct *vma;
+	struct page *page = NULL;
+	struct folio_walk fw;
+	struct folio *folio;
+
+	mmap_read_lock(mm);
+	vma = sp_mergeable_vma(mm, addr);
+	folio = vma ? folio_walk_start(&fw, vma, addr, 0) : NULL;
+	if (folio) {
+		if (folio_test_anon(folio) && !folio_test_ksm(folio) &&
+		    !folio_is_zone_device(folio)) {
+			folio_get(folio);
+			page = fw.page;
+		}
+		folio_walk_end(&fw, vma);
+	}
+	mmap_read_unlock(mm);
+	return page;
+}
+
+/*
+ * Make a KSM page of @page and the equal candidate @tpage at @taddr of
+ * @t (whose mm the caller holds). Returns true when this visit is done:
+ * merged, or undone after @page became KSM and @tpage could not follow.
+ */
+static bool sp_merge_pair(struct sp_slot *slot, unsigned long addr,
+			  struct page *page, struct sp_slot *t,
+			  unsigned long taddr, struct page *tpage, u32 hash)
+{
+	struct sp_merge_req r = { .page = page };
+	struct sp_merge_req tr = { .page = tpage, .kpage = page };
+	unsigned long cap = READ_ONCE(sp_max_kernel_pages);
+	struct sp_knode *node;
+	struct folio *kfolio;
+	int err;
+
+	if (cap && sp_stats.shared >= cap)
+		return false;
+	node = kmem_cache_zalloc(sp_node_cache, GFP_KERNEL);
+	r.sh = kmem_cache_zalloc(sp_sharer_cache, GFP_KERNEL);
+	tr.sh = kmem_cache_zalloc(sp_sharer_cache, GFP_KERNEL);
+	if (!node || !r.sh || !tr.sh)
+		goto fail;
+	INIT_HLIST_HEAD(&node->sharers);
+	node->hash = hash;
+	node->nid = page_to_nid(page);
+	r.node = node;
+	err = sp_with_vma(slot, addr, sp_merge_fn, &r);
+	trace_ksm_merge_one_page(page_to_pfn(page), r.sh, slot->mm, err);
+	if (err)
+		goto fail;
+	sp_stable_add(&sp_stable, node);
+
+	err = sp_with_vma(t, taddr, sp_merge_fn, &tr);
+	trace_ksm_merge_with_ksm_page(page, page_to_pfn(tpage), tr.sh, t->mm,
+				      err);
+	kfolio = page_folio(page);
+	folio_lock(kfolio);
+	sp_sharer_link(node, r.sh, slot, addr);
+	if (!err && !sp_sharer_link(node, tr.sh, t, taddr))
+		err = -ENOMEM;
+	folio_unlock(kfolio);
+	if (err) {
+		/* A KSM page mapped once is no saving: give it back. */
+		sp_sharer_free(tr.sh);
+		sp_sharer_drop(r.sh);
+		sp_unshare_at(slot, addr);
+	}
+	return true;
+fail:
+	if (node)
+		kmem_cache_free(sp_node_cache, node);
+	if (r.sh)
+		kmem_cache_free(sp_sharer_cache, r.sh);
+	if (tr.sh)
+		kmem_cache_free(sp_sharer_cache, tr.sh);
+	return false;
+}
+
+/*
+ * Confirm candidate (@id, @tvpn) for @page: same hash in its state word,
+ * same bytes, and merge the two. True when this visit is done.
+ */
+static bool sp_pair_with(struct sp_slot *slot, unsigned long addr,
+			 struct page *page, u32 hash, unsigned int id,
+			 unsigned long tvpn)
+{
+	struct mm_struct *tmm = NULL;
+	struct page *tpage = NULL;
+	struct sp_slot *t;
+	bool done = false;
+	void *e;
+
+	spin_lock(&sp_slots_lock);
+	t = xa_load(&sp_slot_ids, id);
+	if (t && mmget_not_zero(t->mm))
+		tmm = t->mm;
+	spin_unlock(&sp_slots_lock);
+	if (!tmm)
+		return false;
+	e = xa_load(&t->pages, tvpn);
+	if (xa_is_value(e) && sp_st_cand(xa_to_value(e)) &&
+	    sp_st_hash(xa_to_value(e)) == hash)
+		tpage = sp_get_page(tmm, tvpn << PAGE_SHIFT);
+	if (!tpage)
+		goto out;
+	if (page_folio(tpage) == page_folio(page)) {
+		/*
+		 * The same page (shared since a fork), or two pieces of one
+		 * THP: split that, and merge on the next pass.
+		 */
+		put_page(tpage);
+		if (tpage != page && trylock_page(page)) {
+			if (PageTransCompound(page))
+				split_huge_page(page);
+			unlock_page(page);
+		}
+		goto out;
+	}
+	if ((READ_ONCE(sp_merge_across_nodes) ||
+	     page_to_nid(tpage) == page_to_nid(page)) &&
+	    sp_pages_same(page, tpage))
+		done = sp_merge_pair(slot, addr, page, t, tvpn << PAGE_SHIFT,
+				     tpage, hash);
+	put_page(tpage);
+out:
+	mmput_async(tmm);
+	return done;
+}
+
+/* Pair with an equal candidate, or become one. */
+static void sp_try_candidates(struct sp_slot *slot, unsigned long addr,
+			      struct page *page, u32 hash, unsigned long st)
+{
+	unsigned long vpn = addr >> PAGE_SHIFT;
+	struct sp_probe p;
+	unsigned long tvpn;
+	unsigned int id;
+
+	sp_probe_start(&p, &sp_cands, hash);
+	while (sp_probe_next(&p, &id, &tvpn)) {
+		if (id == slot->id && tvpn == vpn)
+			continue;
+		if (sp_pair_with(slot, addr, page, hash, id, tvpn))
+			return;
+	}
+	sp_keep(slot, vpn, hash, sp_probe_insert(&p, slot->id, vpn), st);
+}
+
+/* A KSM page that this mm maps without a sharer: inherited by fork. */
+static void sp_adopt(struct sp_slot *slot, unsigned long addr,
+		     struct folio *folio)
+{
+	struct sp_knode *node = sp_folio_node(folio);
+	struct sp_merge_req r = { };
+	bool linked = false;
+
+	if (!node)
+		return;
+	r.sh = kmem_cache_zalloc(sp_sharer_cache, GFP_KERNEL);
+	if (!r.sh)
+		return;
+	mmap_read_lock(slot->mm);
+	if (sp_mergeable_vma(slot->mm, addr))
+		sp_hold_anon_vma(r.sh, sp_mergeable_vma(slot->mm, addr));
+	mmap_read_unlock(slot->mm);
+	if (r.sh->anon_vma) {
+		folio_lock(folio);
+		if (sp_folio_node(folio) == node)
+			linked = sp_sharer_link(node, r.sh, slot, addr);
+		folio_unlock(folio);
+	}
+	if (!linked)
+		sp_sharer_free(r.sh);
+}
+
+/* One visit of the page mapped at @addr of @slot's mm, referenced. */
+static void sp_visit(struct sp_slot *slot, unsigned long addr,
+		     struct page *page)
+{
+	unsigned long vpn = addr >> PAGE_SHIFT;
+	struct folio *folio = page_folio(page);
+	void *entry = xa_load(&slot->pages, vpn);
+	unsigned long st;
+	u32 hash;
+
+	if (entry && !xa_is_value(entry)) {
+		struct sp_sharer *sh = entry;
+
+		if (folio_test_ksm(folio) && sp_folio_node(folio) == sh->node)
+			return;
+		sp_sharer_drop(sh);
+		entry = NULL;
+	}
+	if (folio_test_ksm(folio)) {
+		sp_adopt(slot, addr, folio);
+		return;
+	}
+	st = entry ? xa_to_value(entry) : 0;
+	if (entry && sp_smart_skip(slot, vpn, st))
+		return;
+	hash = sp_hash_page(page);
+	if (!entry || sp_st_hash(st) != hash) {
+		sp_keep(slot, vpn, hash, false, st);
+		return;
+	}
+	if (sp_try_zero(slot, addr, page, hash) ||
+	    sp_try_stable(slot, addr, page, hash))
+		return;
+	sp_try_candidates(slot, addr, page, hash, st);
+}
+
+/* Finding the next page: a page walk that stops at the first one. */
+struct sp_found {
+	struct page *page;
+	unsigned long addr;
+};
+
+static bool sp_scannable(struct page *page)
+{
+	struct folio *folio = page_folio(page);
+
+	return folio_test_anon(folio) && !folio_is_zone_device(folio);
+}
+
+static int sp_take(struct sp_found *f, struct page *page, unsigned long addr)
+{
+	folio_get(page_folio(page));
+	f->page = page;
+	f->addr = addr;
+	return 1;
+}
+
+static int sp_pmd_huge(pmd_t *pmdp, unsigned long addr, struct mm_walk *walk)
+{
+	spinlock_t *ptl = pmd_lock(walk->mm, pmdp);
+	pmd_t pmd = pmdp_get(pmdp);
+	struct page *page;
+	int ret = -EAGAIN;	/* split meanwhile: look at the PTEs */
+
+	if (pmd_present(pmd) && pmd_trans_huge(pmd)) {
+		ret = 0;
+		page = vm_normal_page_pmd(walk->vma, addr, pmd);
+		if (page && sp_scannable(page))
+			ret = sp_take(walk->private,
+				      page + ((addr & ~PMD_MASK) >> PAGE_SHIFT),
+				      addr);
+	}
+	spin_unlock(ptl);
+	return ret;
+}
+
+static int sp_pmd_entry(pmd_t *pmdp, unsigned long addr, unsigned long end,
+			struct mm_walk *walk)
+{
+	pmd_t pmd = pmdp_get_lockless(pmdp);
+	pte_t *start, *ptep;
+	struct page *page;
+	spinlock_t *ptl;
+	int ret = 0;
+
+	if (!pmd_present(pmd))
+		return 0;
+	if (pmd_trans_huge(pmd)) {
+		ret = sp_pmd_huge(pmdp, addr, walk);
+		if (ret != -EAGAIN)
+			return ret;
+		ret = 0;
+	}
+	start = pte_offset_map_lock(walk->mm, pmdp, addr, &ptl);
+	if (!start)
+		return 0;
+	for (ptep = start; addr < end && !ret; ptep++, addr += PAGE_SIZE) {
+		pte_t pte = ptep_get(ptep);
+
+		if (!pte_present(pte))
+			continue;
+		page = vm_normal_page(walk->vma, addr, pte);
+		if (page && sp_scannable(page))
+			ret = sp_take(walk->private, page, addr);
+	}
+	pte_unmap_unlock(start, ptl);
+	return ret;
+}
+
+static const struct mm_walk_ops sp_walk_ops = {
+	.pmd_entry = sp_pmd_entry,
+	.walk_lock = PGWALK_RDLOCK,
+};
+
+/* The next page of the cursor's mm, from the cursor on; mmap_lock held. */
+static struct page *sp_find_in_mm(struct mm_struct *mm, unsigned long *addrp)
+{
+	VMA_ITERATOR(vmi, mm, sp_cur.addr);
+	struct vm_area_struct *vma;
+	struct sp_found f;
+
+	for_each_vma(vmi, vma) {
+		if (!(vma->vm_flags & VM_MERGEABLE))
+			continue;
+		sp_cur.saw_vma = true;
+		if (!vma->anon_vma)
+			continue;
+		if (walk_page_range_vma(vma, max(sp_cur.addr, vma->vm_start),
+					vma->vm_end, &sp_walk_ops, &f) > 0) {
+			*addrp = f.addr;
+			return f.page;
+		}
+		if (!atomic_read(&mm->mm_users))
+			break;
+	}
+	return NULL;
+}
+
+static void sp_prune_orphan(struct sp_knode *node)
+{
+	struct folio *folio;
+
+	if (node->nr_sharers)
+		return;
+	folio = sp_node_folio(node, false);	/* frees the node if stale */
+	if (folio)
+		folio_put(folio);
+}
+
+static ktime_t sp_pass_start;
+static u64 sp_pass_cpu;
+
+/* Start a pass; false when no mm is registered. */
+static bool sp_pass_begin(void)
+{
+	struct sp_slot *first;
+
+	spin_lock(&sp_slots_lock);
+	first = list_first_entry_or_null(&sp_slots, struct sp_slot, list);
+	sp_cur.slot = first;
+	sp_cur.addr = 0;
+	sp_cur.saw_vma = false;
+	spin_unlock(&sp_slots_lock);
+	if (!first)
+		return false;
+	trace_ksm_start_scan(sp_stats.full_scans, sp_stats.tracked);
+	sp_cand_reset(&sp_cands, sp_stats.tracked);
+	sp_stable_for_each(&sp_stable, sp_prune_orphan);
+	/* Pages in per-CPU LRU batches hold references that block merging. */
+	lru_add_drain_all();
+	sp_pass_start = ktime_get();
+	sp_pass_cpu = task_sched_runtime(current);
+	return true;
+}
+
+static void sp_advise(void);
+
+static void sp_pass_end(void)
+{
+	sp_stats.full_scans++;
+	trace_ksm_stop_scan(sp_stats.full_scans, sp_stats.tracked);
+	if (READ_ONCE(sp_advisor_on))
+		sp_advise();
+}
+
+/*
+ * Done with the cursor's slot (its mm's mmap_lock held, dropped here):
+ * move on, and unregister the mm if it exited or has no mergeable VMA
+ * left (a process that asked for merge-any keeps its slot).
+ */
+static void sp_slot_done(struct sp_slot *slot)
+{
+	struct mm_struct *mm = slot->mm;
+	bool gone = !atomic_read(&mm->mm_users) ||
+		    (!sp_cur.saw_vma && !test_bit(MMF_VM_MERGE_ANY, &mm->flags));
+
+	/*
+	 * Everything is done before mmap_lock is dropped: holding it keeps a
+	 * racing MADV_MERGEABLE from finding the mm still registered, and an
+	 * exiting mm's teardown waits for it.
+	 */
+	if (gone) {
+		sp_forget(slot, 0, ULONG_MAX);
+		clear_bit(MMF_VM_MERGEABLE, &mm->flags);
+	}
+	spin_lock(&sp_slots_lock);
+	sp_cur.slot = list_is_last(&slot->list, &sp_slots) ? NULL :
+		      list_next_entry(slot, list);
+	sp_cur.addr = 0;
+	sp_cur.saw_vma = false;
+	if (gone) {
+		list_del(&slot->list);
+		hash_del(&slot->hnode);
+		xa_erase(&sp_slot_ids, slot->id);
+	}
+	spin_unlock(&sp_slots_lock);
+	mmap_read_unlock(mm);
+	if (gone)
+		sp_slot_free(slot);
+}
+
+/* The next page to visit, referenced; NULL at the end of a pass. */
+static struct page *sp_next_page(struct sp_slot **slotp, unsigned long *addrp)
+{
+	struct sp_slot *slot;
+	struct page *page;
+
+	if (!sp_cur.slot && !sp_pass_begin())
+		return NULL;
+	while ((slot = sp_cur.slot)) {
+		mmap_read_lock(slot->mm);
+		page = NULL;
+		if (atomic_read(&slot->mm->mm_users))
+			page = sp_find_in_mm(slot->mm, addrp);
+		if (page) {
+			sp_forget(slot, sp_cur.addr, *addrp);
+			sp_cur.addr = *addrp + PAGE_SIZE;
+			mmap_read_unlock(slot->mm);
+			*slotp = slot;
+			return page;
+		}
+		sp_forget(slot, sp_cur.addr, ULONG_MAX);
+		sp_slot_done(slot);
+	}
+	sp_pass_end();
+	return NULL;
+}
+
+static void sp_scan_batch(unsigned int budget)
+{
+	struct sp_slot *slot;
+	unsigned long addr;
+	struct page *page;
+
+	while (budget-- && !freezing(current)) {
+		cond_resched();
+		page = sp_next_page(&slot, &addr);
+		if (!page)
+			return;
+		sp_visit(slot, addr, page);
+		put_page(page);
+		sp_stats.scanned++;
+	}
+}
+
+/*
+ * The scan-time advisor: after each pass, scale pages_to_scan so that a
+ * pass takes advisor_target_scan_time seconds, moving a third of the way
+ * each time, and keep ksmd's share of a CPU under advisor_max_cpu.
+ */
+static void sp_advise(void)
+{
+	u64 wall_ms = max_t(u64, 1, ktime_ms_delta(ktime_get(), sp_pass_start));
+	u64 cpu_ms = div_u64(task_sched_runtime(current) - sp_pass_cpu,
+			     NSEC_PER_MSEC);
+	u64 pages = READ_ONCE(sp_pages_to_scan);
+	u64 target = READ_ONCE(sp_advisor_target_s) * MSEC_PER_SEC;
+	u64 want = div64_u64(pages * wall_ms, max_t(u64, 1, target));
+	u64 cpu_pct = div64_u64(cpu_ms * 100, wall_ms);
+	u64 max_cpu = READ_ONCE(sp_advisor_max_cpu);
+
+	want = (2 * pages + want) / 3;
+	if (cpu_pct > max_cpu && cpu_pct)
+		want = min(want, div64_u64(pages * max_cpu, cpu_pct));
+	want = clamp_t(u64, want, READ_ONCE(sp_advisor_min_pages),
+		       READ_ONCE(sp_advisor_max_pages));
+	WRITE_ONCE(sp_pages_to_scan, want);
+	trace_ksm_advisor(div_u64(wall_ms, MSEC_PER_SEC), want, cpu_pct);
+}
+
+/**
+ * sp_unmerge_all - run=2: unshare every KSM page and forget every page
+ *
+ * Called with sp_mutex held. Slots of exited mms are freed on the way.
+ *
+ * Return: 0, or the error that stopped it (-ENOMEM, -ERESTARTSYS).
+ */
+int sp_unmerge_all(void)
+{
+	struct vm_area_struct *vma;
+	struct sp_slot *slot;
+	int err = 0;
+
+	spin_lock(&sp_slots_lock);
+	sp_cur.slot = list_first_entry_or_null(&sp_slots, struct sp_slot, list);
+	spin_unlock(&sp_slots_lock);
+	while (!err && (slot = sp_cur.slot)) {
+		VMA_ITERATOR(vmi, slot->mm, 0);
+
+		mmap_read_lock(slot->mm);
+		if (atomic_read(&slot->mm->mm_users)) {
+			for_each_vma(vmi, vma) {
+				if (!(vma->vm_flags & VM_MERGEABLE))
+					continue;
+				err = sp_unshare_range(vma, vma->vm_start,
+						       vma->vm_end);
+				if (err)
+					break;
+			}
+		}
+		sp_forget(slot, 0, ULONG_MAX);
+		sp_cur.saw_vma = true;	/* keep live slots registered */
+		sp_slot_done(slot);
+	}
+	spin_lock(&sp_slots_lock);
+	sp_cur.slot = NULL;
+	spin_unlock(&sp_slots_lock);
+	sp_stable_for_each(&sp_stable, sp_prune_orphan);
+	sp_stats.full_scans = 0;
+	return err;
+}
+
+static bool sp_should_run(void)
+{
+	return (READ_ONCE(sp_run) & SP_RUN_MERGE) && !list_empty(&sp_slots);
+}
+
+static int sp_ksmd(void *unused)
+{
+	unsigned int ms;
+
+	set_freezable();
+	set_user_nice(current, 5);
+	while (!kthread_should_stop()) {
+		mutex_lock(&sp_mutex);
+		if (sp_should_run())
+			sp_scan_batch(READ_ONCE(sp_pages_to_scan));
+		mutex_unlock(&sp_mutex);
+
+		if (sp_should_run()) {
+			ms = READ_ONCE(sp_sleep_ms);
+			wait_event_freezable_timeout(sp_thread_wait,
+				ms != READ_ONCE(sp_sleep_ms) ||
+				kthread_should_stop(),
+				msecs_to_jiffies(ms));
+		} else {
+			wait_event_freezable(sp_thread_wait,
+					     sp_should_run() ||
+					     kthread_should_stop());
+		}
+	}
+	return 0;
+}
+
+/**
+ * sp_scan_init - start ksmd
+ *
+ * Return: 0 or the error from kthread_run().
+ */
+int __init sp_scan_init(void)
+{
+	struct task_struct *t = kthread_run(sp_ksmd, NULL, "ksmd");
+
+	return PTR_ERR_OR_ZERO(t);
+}

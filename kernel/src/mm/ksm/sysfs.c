@@ -1,0 +1,440 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * samepage sysfs: /sys/kernel/mm/ksm, mainline's files with mainline's
+ * meanings and errors, plus max_kernel_pages and kernel_pages_allocated;
+ * and the per-process profit shown in /proc/PID/ksm_stat.
+ */
+#include <linux/kobject.h>
+#include <linux/ksm.h>
+#include <linux/mm.h>
+#include <linux/oom.h>
+#include <linux/string.h>
+#include <linux/sysfs.h>
+
+#include "samepage.h"
+
+bool sp_advisor_on;
+unsigned long sp_advisor_max_cpu = 70;
+unsigned long sp_advisor_min_pages = 500;
+unsigned long sp_advisor_max_pages = 30000;
+unsigned long sp_advisor_target_s = 200;
+
+/* Bytes of metadata a tracked page costs on average: its xarray slot. */
+#define SP_PAGE_COST	sizeof(void *)
+
+/**
+ * ksm_process_profit - what merging saves @mm, less what it costs
+ * @mm: the mm
+ *
+ * Return: bytes saved by the mm's merged and zero pages, minus metadata.
+ */
+long ksm_process_profit(struct mm_struct *mm)
+{
+	return (long)(mm->ksm_merging_pages + mm_ksm_zero_pages(mm)) *
+	       PAGE_SIZE - mm->ksm_rmap_items * SP_PAGE_COST;
+}
+
+/**
+ * sp_advisor_defaults - reset pages_to_scan when the advisor changes
+ */
+void sp_advisor_defaults(void)
+{
+	WRITE_ONCE(sp_pages_to_scan, sp_advisor_on ?
+		   (unsigned int)sp_advisor_min_pages : 100);
+}
+
+#define SP_ATTR_RO(_name) \
+	static struct kobj_attribute _name##_attr = __ATTR_RO(_name)
+#define SP_ATTR_RW(_name) \
+	static struct kobj_attribute _name##_attr = __ATTR_RW(_name)
+
+/* A read-only counter. */
+#define SP_COUNTER(_name, _expr)					\
+static ssize_t _name##_show(struct kobject *k, struct kobj_attribute *a, \
+			    char *buf)					\
+{									\
+	return sysfs_emit(buf, "%lu\n", (unsigned long)(_expr));	\
+}									\
+SP_ATTR_RO(_name)
+
+SP_COUNTER(pages_scanned, READ_ONCE(sp_stats.scanned));
+SP_COUNTER(pages_shared, READ_ONCE(sp_stats.shared));
+SP_COUNTER(pages_sharing, READ_ONCE(sp_stats.sharing));
+SP_COUNTER(pages_unshared, READ_ONCE(sp_stats.unshared));
+SP_COUNTER(pages_skipped, READ_ONCE(sp_stats.skipped));
+SP_COUNTER(full_scans, READ_ONCE(sp_stats.full_scans));
+SP_COUNTER(stable_node_dups, READ_ONCE(sp_stats.dups));
+SP_COUNTER(stable_node_chains, READ_ONCE(sp_stats.chains));
+SP_COUNTER(kernel_pages_allocated, READ_ONCE(sp_stats.shared));
+
+static long sp_volatile(void)
+{
+	long v = READ_ONCE(sp_stats.tracked) - READ_ONCE(sp_stats.shared) -
+		 READ_ONCE(sp_stats.sharing) - READ_ONCE(sp_stats.unshared);
+
+	/* Read without the lock: hide a transient negative. */
+	return max(v, 0L);
+}
+
+static ssize_t pages_volatile_show(struct kobject *k, struct kobj_attribute *a,
+				   char *buf)
+{
+	return sysfs_emit(buf, "%ld\n", sp_volatile());
+}
+SP_ATTR_RO(pages_volatile);
+
+static ssize_t ksm_zero_pages_show(struct kobject *k, struct kobj_attribute *a,
+				   char *buf)
+{
+	return sysfs_emit(buf, "%ld\n", atomic_long_read(&ksm_zero_pages));
+}
+SP_ATTR_RO(ksm_zero_pages);
+
+static ssize_t general_profit_show(struct kobject *k, struct kobj_attribute *a,
+				   char *buf)
+{
+	long saved = READ_ONCE(sp_stats.sharing) +
+		     atomic_long_read(&ksm_zero_pages);
+
+	return sysfs_emit(buf, "%ld\n", saved * (long)PAGE_SIZE -
+			  (long)(READ_ONCE(sp_stats.tracked) * SP_PAGE_COST));
+}
+SP_ATTR_RO(general_profit);
+
+/* An unsigned int tunable: mainline answers any parse error with EINVAL. */
+static ssize_t sp_store_uint(const char *buf, size_t count, unsigned int *val)
+{
+	unsigned int v;
+
+	if (kstrtouint(buf, 10, &v))
+		return -EINVAL;
+	WRITE_ONCE(*val, v);
+	return count;
+}
+
+static ssize_t sp_store_ulong(const char *buf, size_t count,
+			      unsigned long *val, unsigned long min)
+{
+	unsigned long v;
+
+	if (kstrtoul(buf, 10, &v) || v < min)
+		return -EINVAL;
+	WRITE_ONCE(*val, v);
+	return count;
+}
+
+static ssize_t sp_store_bool(const char *buf, size_t count, bool *val)
+{
+	bool v;
+
+	if (kstrtobool(buf, &v))
+		return -EINVAL;
+	WRITE_ONCE(*val, v);
+	return count;
+}
+
+static ssize_t sleep_millisecs_show(struct kobject *k,
+				    struct kobj_attribute *a, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", READ_ONCE(sp_sleep_ms));
+}
+
+static ssize_t sleep_millisecs_store(struct kobject *k,
+				     struct kobj_attribute *a,
+				     const char *buf, size_t count)
+{
+	ssize_t ret = sp_store_uint(buf, count, &sp_sleep_ms);
+
+	wake_up_interruptible(&sp_thread_wait);
+	return ret;
+}
+SP_ATTR_RW(sleep_millisecs);
+
+static ssize_t pages_to_scan_show(struct kobject *k, struct kobj_attribute *a,
+				  char *buf)
+{
+	return sysfs_emit(buf, "%u\n", READ_ONCE(sp_pages_to_scan));
+}
+
+static ssize_t pages_to_scan_store(struct kobject *k, struct kobj_attribute *a,
+				   const char *buf, size_t count)
+{
+	/* The advisor owns pages_to_scan while it is on. */
+	if (READ_ONCE(sp_advisor_on))
+		return -EINVAL;
+	return sp_store_uint(buf, count, &sp_pages_to_scan);
+}
+SP_ATTR_RW(pages_to_scan);
+
+static ssize_t run_show(struct kobject *k, struct kobj_attribute *a, char *buf)
+{
+	return sysfs_emit(buf, "%lu\n", READ_ONCE(sp_run));
+}
+
+static ssize_t run_store(struct kobject *k, struct kobj_attribute *a,
+			 const char *buf, size_t count)
+{
+	unsigned int v;
+	ssize_t ret = count;
+	int err;
+
+	if (kstrtouint(buf, 10, &v) || v > SP_RUN_UNMERGE)
+		return -EINVAL;
+	mutex_lock(&sp_mutex);
+	if (READ_ONCE(sp_run) != v) {
+		WRITE_ONCE(sp_run, v);
+		if (v & SP_RUN_UNMERGE) {
+			set_current_oom_origin();
+			err = sp_unmerge_all();
+			clear_current_oom_origin();
+			if (err) {
+				WRITE_ONCE(sp_run, SP_RUN_STOP);
+				ret = err;
+			}
+		}
+	}
+	mutex_unlock(&sp_mutex);
+	if (v & SP_RUN_MERGE)
+		wake_up_interruptible(&sp_thread_wait);
+	return ret;
+}
+SP_ATTR_RW(run);
+
+/*
+ * Settings that the KSM pages depend on change only while there are none
+ * (mainline's EBUSY). Orphan KSM pages, with no sharer left, are let go
+ * first. Called with sp_mutex held.
+ */
+static void sp_release_orphan(struct sp_knode *node)
+{
+	struct folio *folio;
+
+	if (node->nr_sharers)
+		return;
+	folio = sp_node_folio(node, true);
+	if (!folio)
+		return;
+	if (!folio_mapped(folio)) {
+		sp_folio_set_node(folio, NULL);
+		sp_knode_free(node);
+	}
+	folio_unlock(folio);
+	folio_put(folio);
+}
+
+static bool sp_index_busy(void)
+{
+	sp_stable_for_each(&sp_stable, sp_release_orphan);
+	return READ_ONCE(sp_stats.shared) || sp_stable.nr;
+}
+
+#ifdef CONFIG_NUMA
+static ssize_t merge_across_nodes_show(struct kobject *k,
+				       struct kobj_attribute *a, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", READ_ONCE(sp_merge_across_nodes));
+}
+
+static ssize_t merge_across_nodes_store(struct kobject *k,
+					struct kobj_attribute *a,
+					const char *buf, size_t count)
+{
+	unsigned long v;
+	int err;
+
+	err = kstrtoul(buf, 10, &v);
+	if (err)
+		return err;
+	if (v > 1)
+		return -EINVAL;
+	mutex_lock(&sp_mutex);
+	if (READ_ONCE(sp_merge_across_nodes) != v) {
+		if (sp_index_busy())
+			err = -EBUSY;
+		else
+			WRITE_ONCE(sp_merge_across_nodes, v);
+	}
+	mutex_unlock(&sp_mutex);
+	return err ? err : count;
+}
+SP_ATTR_RW(merge_across_nodes);
+#endif
+
+static ssize_t max_page_sharing_show(struct kobject *k,
+				     struct kobj_attribute *a, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", READ_ONCE(sp_max_page_sharing));
+}
+
+static ssize_t max_page_sharing_store(struct kobject *k,
+				      struct kobj_attribute *a,
+				      const char *buf, size_t count)
+{
+	int v, err;
+
+	err = kstrtoint(buf, 10, &v);
+	if (err)
+		return err;
+	/* A new KSM page has two sharers: fewer makes no sense. */
+	if (v < 2)
+		return -EINVAL;
+	if (READ_ONCE(sp_max_page_sharing) == v)
+		return count;
+	mutex_lock(&sp_mutex);
+	if (sp_index_busy())
+		err = -EBUSY;
+	else
+		WRITE_ONCE(sp_max_page_sharing, v);
+	mutex_unlock(&sp_mutex);
+	return err ? err : count;
+}
+SP_ATTR_RW(max_page_sharing);
+
+static ssize_t use_zero_pages_show(struct kobject *k,
+				   struct kobj_attribute *a, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", READ_ONCE(sp_use_zero_pages));
+}
+
+static ssize_t use_zero_pages_store(struct kobject *k,
+				    struct kobj_attribute *a,
+				    const char *buf, size_t count)
+{
+	return sp_store_bool(buf, count, &sp_use_zero_pages);
+}
+SP_ATTR_RW(use_zero_pages);
+
+static ssize_t smart_scan_show(struct kobject *k, struct kobj_attribute *a,
+			       char *buf)
+{
+	return sysfs_emit(buf, "%u\n", READ_ONCE(sp_smart_scan));
+}
+
+static ssize_t smart_scan_store(struct kobject *k, struct kobj_attribute *a,
+				const char *buf, size_t count)
+{
+	return sp_store_bool(buf, count, &sp_smart_scan);
+}
+SP_ATTR_RW(smart_scan);
+
+static ssize_t stable_node_chains_prune_millisecs_show(struct kobject *k,
+						       struct kobj_attribute *a,
+						       char *buf)
+{
+	return sysfs_emit(buf, "%u\n", READ_ONCE(sp_chains_prune_ms));
+}
+
+static ssize_t stable_node_chains_prune_millisecs_store(struct kobject *k,
+							struct kobj_attribute *a,
+							const char *buf,
+							size_t count)
+{
+	return sp_store_uint(buf, count, &sp_chains_prune_ms);
+}
+SP_ATTR_RW(stable_node_chains_prune_millisecs);
+
+static ssize_t max_kernel_pages_show(struct kobject *k,
+				     struct kobj_attribute *a, char *buf)
+{
+	return sysfs_emit(buf, "%lu\n", READ_ONCE(sp_max_kernel_pages));
+}
+
+static ssize_t max_kernel_pages_store(struct kobject *k,
+				      struct kobj_attribute *a,
+				      const char *buf, size_t count)
+{
+	return sp_store_ulong(buf, count, &sp_max_kernel_pages, 0);
+}
+SP_ATTR_RW(max_kernel_pages);
+
+static ssize_t advisor_mode_show(struct kobject *k, struct kobj_attribute *a,
+				 char *buf)
+{
+	return sysfs_emit(buf, "%s\n", READ_ONCE(sp_advisor_on) ?
+			  "none [scan-time]" : "[none] scan-time");
+}
+
+static ssize_t advisor_mode_store(struct kobject *k, struct kobj_attribute *a,
+				  const char *buf, size_t count)
+{
+	bool on;
+
+	if (sysfs_streq(buf, "scan-time"))
+		on = true;
+	else if (sysfs_streq(buf, "none"))
+		on = false;
+	else
+		return -EINVAL;
+	if (READ_ONCE(sp_advisor_on) != on) {
+		WRITE_ONCE(sp_advisor_on, on);
+		sp_advisor_defaults();
+	}
+	return count;
+}
+SP_ATTR_RW(advisor_mode);
+
+/* The advisor's unsigned long tunables, and their lowest valid value. */
+#define SP_ADVISOR_ATTR(_name, _var, _min)				\
+static ssize_t _name##_show(struct kobject *k, struct kobj_attribute *a, \
+			    char *buf)					\
+{									\
+	return sysfs_emit(buf, "%lu\n", READ_ONCE(_var));		\
+}									\
+static ssize_t _name##_store(struct kobject *k, struct kobj_attribute *a, \
+			     const char *buf, size_t count)		\
+{									\
+	return sp_store_ulong(buf, count, &_var, _min);			\
+}									\
+SP_ATTR_RW(_name)
+
+SP_ADVISOR_ATTR(advisor_max_cpu, sp_advisor_max_cpu, 0);
+SP_ADVISOR_ATTR(advisor_min_pages_to_scan, sp_advisor_min_pages, 0);
+SP_ADVISOR_ATTR(advisor_max_pages_to_scan, sp_advisor_max_pages, 0);
+SP_ADVISOR_ATTR(advisor_target_scan_time, sp_advisor_target_s, 1);
+
+static struct attribute *sp_attrs[] = {
+	&sleep_millisecs_attr.attr,
+	&pages_to_scan_attr.attr,
+	&run_attr.attr,
+	&pages_scanned_attr.attr,
+	&pages_shared_attr.attr,
+	&pages_sharing_attr.attr,
+	&pages_unshared_attr.attr,
+	&pages_volatile_attr.attr,
+	&pages_skipped_attr.attr,
+	&ksm_zero_pages_attr.attr,
+	&full_scans_attr.attr,
+#ifdef CONFIG_NUMA
+	&merge_across_nodes_attr.attr,
+#endif
+	&max_page_sharing_attr.attr,
+	&stable_node_chains_attr.attr,
+	&stable_node_dups_attr.attr,
+	&stable_node_chains_prune_millisecs_attr.attr,
+	&use_zero_pages_attr.attr,
+	&general_profit_attr.attr,
+	&smart_scan_attr.attr,
+	&advisor_mode_attr.attr,
+	&advisor_max_cpu_attr.attr,
+	&advisor_min_pages_to_scan_attr.attr,
+	&advisor_max_pages_to_scan_attr.attr,
+	&advisor_target_scan_time_attr.attr,
+	&max_kernel_pages_attr.attr,
+	&kernel_pages_allocated_attr.attr,
+	NULL,
+};
+
+static const struct attribute_group sp_attr_group = {
+	.attrs = sp_attrs,
+	.name = "ksm",
+};
+
+/**
+ * sp_sysfs_init - create /sys/kernel/mm/ksm
+ *
+ * Return: 0 or the error from sysfs.
+ */
+int __init sp_sysfs_init(void)
+{
+	return sysfs_create_group(mm_kobj, &sp_attr_group);
+}
