@@ -25,6 +25,7 @@ fi
 
 mkdir -p "$obj" "$out"
 frags=("$frag")
+[ "$flavour" = ksm ] && frags+=("$TOP/kernel/config/series.config")
 if [ "$flavour" = noksm ]; then
 	printf 'CONFIG_KSM=n\n' > "$obj/noksm.config"
 	frags+=("$obj/noksm.config")

@@ -12,11 +12,13 @@ ktap=$logs/ktap.log
 console=$logs/console.log
 touch "$ktap" "$console"
 
-# KUnit prints its KTAP in the kernel log: drop the printk timestamps and
-# one level of indent, so that each KUnit suite reads like a plan entry.
+# KUnit prints its KTAP in the kernel log, a suite's header and cases one
+# level in and its result at the top: drop the printk timestamps and keep
+# those two levels, so that each suite reads like a plan entry.
 kunit() {
 	sed -n 's/\r$//; s/^\[ *[0-9.]*\] //p' "$console" |
-		grep -E '^ {4,}(ok |not ok |# Subtest: )' | sed 's/^    //'
+		grep -E '^( {4})?(ok |not ok |# Subtest: )' |
+		sed 's/^    \(# Subtest: \)/\1/'
 }
 
 { tr -d '\r' < "$ktap"; kunit; } |

@@ -195,6 +195,31 @@ void ksm_add_vma(struct vm_area_struct *vma)
 		sp_vma_set(vma);
 }
 
+/* Mark every VMA of @mm that can be merged as mergeable. */
+static void sp_mark_all(struct mm_struct *mm)
+{
+	struct vm_area_struct *vma;
+	VMA_ITERATOR(vmi, mm, 0);
+
+	for_each_vma(vmi, vma)
+		sp_vma_set(vma);
+}
+
+/* Unmerge and unmark every VMA of @mm. */
+static int sp_clear_all(struct mm_struct *mm)
+{
+	struct vm_area_struct *vma;
+	VMA_ITERATOR(vmi, mm, 0);
+	int err = 0;
+
+	for_each_vma(vmi, vma) {
+		err = sp_vma_clear(vma);
+		if (err)
+			break;
+	}
+	return err;
+}
+
 /**
  * ksm_enable_merge_any - PR_SET_MEMORY_MERGE 1: merge all of @mm
  * @mm: the caller's mm; mmap_lock held for writing
@@ -203,60 +228,37 @@ void ksm_add_vma(struct vm_area_struct *vma)
  */
 int ksm_enable_merge_any(struct mm_struct *mm)
 {
-	struct vm_area_struct *vma;
-	VMA_ITERATOR(vmi, mm, 0);
-	int err;
+	int err = 0;
 
-	if (test_bit(MMF_VM_MERGE_ANY, &mm->flags))
-		return 0;
-	err = sp_enter_once(mm);
-	if (err)
-		return err;
-	set_bit(MMF_VM_MERGE_ANY, &mm->flags);
-	for_each_vma(vmi, vma)
-		sp_vma_set(vma);
-	return 0;
-}
-
-/* Unmerge and unmark every VMA of @mm. */
-static int sp_clear_all(struct mm_struct *mm)
-{
-	struct vm_area_struct *vma;
-	VMA_ITERATOR(vmi, mm, 0);
-	int err;
-
-	for_each_vma(vmi, vma) {
-		err = sp_vma_clear(vma);
-		if (err)
-			return err;
+	if (!test_bit(MMF_VM_MERGE_ANY, &mm->flags)) {
+		err = sp_enter_once(mm);
+		if (!err) {
+			set_bit(MMF_VM_MERGE_ANY, &mm->flags);
+			sp_mark_all(mm);
+		}
 	}
-	return 0;
+	return err;
 }
 
 /**
  * ksm_disable_merge_any - PR_SET_MEMORY_MERGE 0
  * @mm: the caller's mm; mmap_lock held for writing
  *
- * Return: 0, or the error of unmerging (the setting then stays).
+ * Return: 0, or the error of unmerging; the process is then left with
+ * every VMA mergeable, as it was.
  */
 int ksm_disable_merge_any(struct mm_struct *mm)
 {
-	int err;
+	int err = 0;
 
-	struct vm_area_struct *vma;
-	VMA_ITERATOR(vmi, mm, 0);
-
-	if (!test_bit(MMF_VM_MERGE_ANY, &mm->flags))
-		return 0;
-	err = sp_clear_all(mm);
-	if (err) {
-		/* Leave the process as it was: every VMA mergeable. */
-		for_each_vma(vmi, vma)
-			sp_vma_set(vma);
-		return err;
+	if (test_bit(MMF_VM_MERGE_ANY, &mm->flags)) {
+		err = sp_clear_all(mm);
+		if (err)
+			sp_mark_all(mm);
+		else
+			clear_bit(MMF_VM_MERGE_ANY, &mm->flags);
 	}
-	clear_bit(MMF_VM_MERGE_ANY, &mm->flags);
-	return 0;
+	return err;
 }
 
 /**
@@ -268,11 +270,10 @@ int ksm_disable_merge_any(struct mm_struct *mm)
 int ksm_disable(struct mm_struct *mm)
 {
 	mmap_assert_write_locked(mm);
-	if (!test_bit(MMF_VM_MERGEABLE, &mm->flags))
-		return 0;
+	/* Merge-any implies registered; either way nothing stays merged. */
 	if (test_bit(MMF_VM_MERGE_ANY, &mm->flags))
 		return ksm_disable_merge_any(mm);
-	return sp_clear_all(mm);
+	return test_bit(MMF_VM_MERGEABLE, &mm->flags) ? sp_clear_all(mm) : 0;
 }
 
 /**

@@ -219,12 +219,11 @@ static void sp_keep(struct sp_slot *slot, unsigned long vpn, u32 hash,
 					   sp_skips_for(age)));
 }
 
-/* Run @fn on the mergeable VMA of @addr in @slot's mm, with mmap_lock. */
-static int sp_with_vma(struct sp_slot *slot, unsigned long addr,
+/* Run @fn on the mergeable VMA of @addr in @mm, with mmap_lock. */
+static int sp_with_vma(struct mm_struct *mm, unsigned long addr,
 		       int (*fn)(struct vm_area_struct *vma, void *arg),
 		       void *arg)
 {
-	struct mm_struct *mm = slot->mm;
 	struct vm_area_struct *vma;
 	int err = -EFAULT;
 
@@ -264,7 +263,7 @@ static int sp_unshare_fn(struct vm_area_struct *vma, void *arg)
 
 static void sp_unshare_at(struct sp_slot *slot, unsigned long addr)
 {
-	sp_with_vma(slot, addr, sp_unshare_fn, &addr);
+	sp_with_vma(slot->mm, addr, sp_unshare_fn, &addr);
 }
 
 static int sp_zero_fn(struct vm_area_struct *vma, void *arg)
@@ -278,7 +277,7 @@ static bool sp_try_zero(struct sp_slot *slot, unsigned long addr,
 {
 	if (!READ_ONCE(sp_use_zero_pages) || hash != sp_zero_hash)
 		return false;
-	if (sp_with_vma(slot, addr, sp_zero_fn, page))
+	if (sp_with_vma(slot->mm, addr, sp_zero_fn, page))
 		return false;
 	trace_ksm_merge_one_page(page_to_pfn(page), NULL, slot->mm, 0);
 	sp_entry_set(slot, addr >> PAGE_SHIFT, NULL);
@@ -297,7 +296,7 @@ static bool sp_join(struct sp_slot *slot, unsigned long addr,
 	r.sh = kmem_cache_zalloc(sp_sharer_cache, GFP_KERNEL);
 	if (!r.sh)
 		return false;
-	err = sp_with_vma(slot, addr, sp_merge_fn, &r);
+	err = sp_with_vma(slot->mm, addr, sp_merge_fn, &r);
 	trace_ksm_merge_with_ksm_page(kfolio, page_to_pfn(page), r.sh,
 				      slot->mm, err);
 	if (err) {
@@ -351,27 +350,27 @@ static bool sp_try_stable(struct sp_slot *slot, unsigned long addr,
 	return false;
 }
 
-/* The page mapped at @addr in @mm if it may be merged: anonymous, not KSM. */
-static struct page *sp_get_page(struct mm_struct *mm, unsigned long addr)
-{
-	struct vm_area_struct *vma;
-	struct page *page = NULL;
-	struct folio_walk fw;
-	struct folio *folio;
+struct sp_get_req {
+	unsigned long addr;
+	struct page *page;
+};
 
-	mmap_read_lock(mm);
-	vma = sp_mergeable_vma(mm, addr);
-	folio = vma ? folio_walk_start(&fw, vma, addr, 0) : NULL;
-	if (folio) {
-		if (folio_test_anon(folio) && !folio_test_ksm(folio) &&
-		    !folio_is_zone_device(folio)) {
-			folio_get(folio);
-			page = fw.page;
-		}
-		folio_walk_end(&fw, vma);
+/* Reference the page at the address if it may be merged: anon, not KSM. */
+static int sp_get_fn(struct vm_area_struct *vma, void *arg)
+{
+	struct sp_get_req *g = arg;
+	struct folio_walk fw;
+	struct folio *folio = folio_walk_start(&fw, vma, g->addr, 0);
+
+	if (!folio)
+		return -EFAULT;
+	if (folio_test_anon(folio) && !folio_test_ksm(folio) &&
+	    !folio_is_zone_device(folio)) {
+		folio_get(folio);
+		g->page = fw.page;
 	}
-	mmap_read_unlock(mm);
-	return page;
+	folio_walk_end(&fw, vma);
+	return 0;
 }
 
 /*
@@ -401,13 +400,13 @@ static bool sp_merge_pair(struct sp_slot *slot, unsigned long addr,
 	node->hash = hash;
 	node->nid = page_to_nid(page);
 	r.node = node;
-	err = sp_with_vma(slot, addr, sp_merge_fn, &r);
+	err = sp_with_vma(slot->mm, addr, sp_merge_fn, &r);
 	trace_ksm_merge_one_page(page_to_pfn(page), r.sh, slot->mm, err);
 	if (err)
 		goto fail;
 	sp_stable_add(&sp_stable, node);
 
-	err = sp_with_vma(t, taddr, sp_merge_fn, &tr);
+	err = sp_with_vma(t->mm, taddr, sp_merge_fn, &tr);
 	trace_ksm_merge_with_ksm_page(page, page_to_pfn(tpage), tr.sh, t->mm,
 				      err);
 	kfolio = page_folio(page);
@@ -441,8 +440,9 @@ static bool sp_pair_with(struct sp_slot *slot, unsigned long addr,
 			 struct page *page, u32 hash, unsigned int id,
 			 unsigned long tvpn)
 {
+	struct sp_get_req g = { .addr = tvpn << PAGE_SHIFT };
 	struct mm_struct *tmm = NULL;
-	struct page *tpage = NULL;
+	struct page *tpage;
 	struct sp_slot *t;
 	bool done = false;
 	void *e;
@@ -457,7 +457,8 @@ static bool sp_pair_with(struct sp_slot *slot, unsigned long addr,
 	e = xa_load(&t->pages, tvpn);
 	if (xa_is_value(e) && sp_st_cand(xa_to_value(e)) &&
 	    sp_st_hash(xa_to_value(e)) == hash)
-		tpage = sp_get_page(tmm, tvpn << PAGE_SHIFT);
+		sp_with_vma(tmm, g.addr, sp_get_fn, &g);
+	tpage = g.page;
 	if (!tpage)
 		goto out;
 	if (page_folio(tpage) == page_folio(page)) {
@@ -867,30 +868,35 @@ static bool sp_should_run(void)
 	return (READ_ONCE(sp_run) & SP_RUN_MERGE) && !list_empty(&sp_slots);
 }
 
+/*
+ * Between batches: sleep sleep_millisecs (a new value takes effect at
+ * once), or, with nothing to do, until there is.
+ */
+static void sp_idle(void)
+{
+	unsigned int ms = READ_ONCE(sp_sleep_ms);
+
+	if (!sp_should_run())
+		wait_event_freezable(sp_thread_wait, kthread_should_stop() ||
+						     sp_should_run());
+	else
+		wait_event_freezable_timeout(sp_thread_wait,
+					     kthread_should_stop() ||
+					     READ_ONCE(sp_sleep_ms) != ms,
+					     msecs_to_jiffies(ms));
+}
+
 static int sp_ksmd(void *unused)
 {
-	unsigned int ms;
-
-	set_freezable();
 	set_user_nice(current, 5);
-	while (!kthread_should_stop()) {
-		mutex_lock(&sp_mutex);
-		if (sp_should_run())
-			sp_scan_batch(READ_ONCE(sp_pages_to_scan));
-		mutex_unlock(&sp_mutex);
-
-		if (sp_should_run()) {
-			ms = READ_ONCE(sp_sleep_ms);
-			wait_event_freezable_timeout(sp_thread_wait,
-				ms != READ_ONCE(sp_sleep_ms) ||
-				kthread_should_stop(),
-				msecs_to_jiffies(ms));
-		} else {
-			wait_event_freezable(sp_thread_wait,
-					     sp_should_run() ||
-					     kthread_should_stop());
+	set_freezable();
+	do {
+		scoped_guard(mutex, &sp_mutex) {
+			if (sp_should_run())
+				sp_scan_batch(READ_ONCE(sp_pages_to_scan));
 		}
-	}
+		sp_idle();
+	} while (!kthread_should_stop());
 	return 0;
 }
 
@@ -905,3 +911,7 @@ int __init sp_scan_init(void)
 
 	return PTR_ERR_OR_ZERO(t);
 }
+
+#ifdef CONFIG_KSM_KUNIT_TEST
+#include "tests/scan-kunit.h"
+#endif

@@ -392,35 +392,25 @@ SP_ADVISOR_ATTR(advisor_min_pages_to_scan, sp_advisor_min_pages, 0);
 SP_ADVISOR_ATTR(advisor_max_pages_to_scan, sp_advisor_max_pages, 0);
 SP_ADVISOR_ATTR(advisor_target_scan_time, sp_advisor_target_s, 1);
 
+#define SP_A(_name)	(&_name##_attr.attr)
+
 static struct attribute *sp_attrs[] = {
-	&sleep_millisecs_attr.attr,
-	&pages_to_scan_attr.attr,
-	&run_attr.attr,
-	&pages_scanned_attr.attr,
-	&pages_shared_attr.attr,
-	&pages_sharing_attr.attr,
-	&pages_unshared_attr.attr,
-	&pages_volatile_attr.attr,
-	&pages_skipped_attr.attr,
-	&ksm_zero_pages_attr.attr,
-	&full_scans_attr.attr,
+	/* What ksmd does, and how fast. */
+	SP_A(run), SP_A(pages_to_scan), SP_A(sleep_millisecs),
+	SP_A(smart_scan), SP_A(use_zero_pages), SP_A(max_page_sharing),
 #ifdef CONFIG_NUMA
-	&merge_across_nodes_attr.attr,
+	SP_A(merge_across_nodes),
 #endif
-	&max_page_sharing_attr.attr,
-	&stable_node_chains_attr.attr,
-	&stable_node_dups_attr.attr,
-	&stable_node_chains_prune_millisecs_attr.attr,
-	&use_zero_pages_attr.attr,
-	&general_profit_attr.attr,
-	&smart_scan_attr.attr,
-	&advisor_mode_attr.attr,
-	&advisor_max_cpu_attr.attr,
-	&advisor_min_pages_to_scan_attr.attr,
-	&advisor_max_pages_to_scan_attr.attr,
-	&advisor_target_scan_time_attr.attr,
-	&max_kernel_pages_attr.attr,
-	&kernel_pages_allocated_attr.attr,
+	SP_A(stable_node_chains_prune_millisecs), SP_A(max_kernel_pages),
+	SP_A(advisor_mode), SP_A(advisor_max_cpu),
+	SP_A(advisor_min_pages_to_scan), SP_A(advisor_max_pages_to_scan),
+	SP_A(advisor_target_scan_time),
+	/* What it found. */
+	SP_A(full_scans), SP_A(pages_scanned), SP_A(pages_skipped),
+	SP_A(pages_shared), SP_A(pages_sharing), SP_A(pages_unshared),
+	SP_A(pages_volatile), SP_A(ksm_zero_pages), SP_A(general_profit),
+	SP_A(stable_node_chains), SP_A(stable_node_dups),
+	SP_A(kernel_pages_allocated),
 	NULL,
 };
 

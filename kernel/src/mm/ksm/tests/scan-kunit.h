@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * KUnit tests of the per-page state machine of the samepage scanner: how
+ * the entries of a slot move the counters, and smart scan's ageing.
+ * Included from scan.c.
+ */
+#include <kunit/test.h>
+
+struct sp_test_ctx {
+	struct sp_slot slot;
+	struct mm_struct *mm;
+	struct sp_stats saved;
+};
+
+static int sp_scan_test_init(struct kunit *test)
+{
+	struct sp_test_ctx *c = kunit_kzalloc(test, sizeof(*c), GFP_KERNEL);
+
+	if (!c)
+		return -ENOMEM;
+	c->mm = kunit_kzalloc(test, sizeof(*c->mm), GFP_KERNEL);
+	if (!c->mm)
+		return -ENOMEM;
+	c->slot.mm = c->mm;
+	xa_init(&c->slot.pages);
+	mutex_lock(&sp_mutex);
+	c->saved = sp_stats;
+	test->priv = c;
+	return 0;
+}
+
+static void sp_scan_test_exit(struct kunit *test)
+{
+	struct sp_test_ctx *c = test->priv;
+
+	xa_destroy(&c->slot.pages);
+	sp_stats = c->saved;
+	mutex_unlock(&sp_mutex);
+}
+
+static void sp_test_entry_counters(struct kunit *test)
+{
+	struct sp_test_ctx *c = test->priv;
+	unsigned long tracked = sp_stats.tracked;
+	unsigned long unshared = sp_stats.unshared;
+
+	/* First visit: tracked, volatile. */
+	sp_set_state(&c->slot, 10, sp_st_make(1, false, 0, 0));
+	KUNIT_EXPECT_EQ(test, sp_stats.tracked, tracked + 1);
+	KUNIT_EXPECT_EQ(test, c->mm->ksm_rmap_items, 1UL);
+	KUNIT_EXPECT_EQ(test, sp_stats.unshared, unshared);
+	/* Unchanged: a candidate, counted unshared. */
+	sp_set_state(&c->slot, 10, sp_st_make(1, true, 1, 0));
+	KUNIT_EXPECT_EQ(test, sp_stats.tracked, tracked + 1);
+	KUNIT_EXPECT_EQ(test, sp_stats.unshared, unshared + 1);
+	/* Changed again: volatile. */
+	sp_set_state(&c->slot, 10, sp_st_make(2, false, 2, 0));
+	KUNIT_EXPECT_EQ(test, sp_stats.unshared, unshared);
+	/* A candidate that goes away is no longer counted anywhere. */
+	sp_set_state(&c->slot, 10, sp_st_make(2, true, 3, 0));
+	sp_entry_set(&c->slot, 10, NULL);
+	KUNIT_EXPECT_EQ(test, sp_stats.tracked, tracked);
+	KUNIT_EXPECT_EQ(test, sp_stats.unshared, unshared);
+	KUNIT_EXPECT_EQ(test, c->mm->ksm_rmap_items, 0UL);
+	KUNIT_EXPECT_TRUE(test, xa_empty(&c->slot.pages));
+}
+
+static void sp_test_forget_range(struct kunit *test)
+{
+	struct sp_test_ctx *c = test->priv;
+	unsigned long tracked = sp_stats.tracked;
+	unsigned long vpn;
+
+	for (vpn = 1; vpn <= 8; vpn++)
+		sp_set_state(&c->slot, vpn, sp_st_make(vpn, vpn & 1, 0, 0));
+	KUNIT_EXPECT_EQ(test, sp_stats.tracked, tracked + 8);
+	/* Pages 3 to 5 are gone from the address space. */
+	sp_forget(&c->slot, 3 << PAGE_SHIFT, 6 << PAGE_SHIFT);
+	KUNIT_EXPECT_EQ(test, sp_stats.tracked, tracked + 5);
+	KUNIT_EXPECT_NULL(test, xa_load(&c->slot.pages, 4));
+	KUNIT_EXPECT_NOT_NULL(test, xa_load(&c->slot.pages, 6));
+	sp_forget(&c->slot, 0, ULONG_MAX);
+	KUNIT_EXPECT_EQ(test, sp_stats.tracked, tracked);
+	KUNIT_EXPECT_EQ(test, c->mm->ksm_rmap_items, 0UL);
+}
+
+static void sp_test_smart_ageing(struct kunit *test)
+{
+	struct sp_test_ctx *c = test->priv;
+	unsigned long st = 0, skipped = sp_stats.skipped;
+	bool old = READ_ONCE(sp_smart_scan);
+	unsigned int visits = 0, skips = 0, i;
+
+	WRITE_ONCE(sp_smart_scan, true);
+	/* An unmergeable page is looked at less and less often. */
+	for (i = 0; i < 40; i++) {
+		st = xa_to_value(xa_load(&c->slot.pages, 1) ?: xa_mk_value(0));
+		if (i && sp_smart_skip(&c->slot, 1, st)) {
+			skips++;
+			continue;
+		}
+		visits++;
+		sp_keep(&c->slot, 1, 7, true, st);
+	}
+	KUNIT_EXPECT_EQ(test, visits + skips, 40U);
+	KUNIT_EXPECT_GT(test, skips, visits);
+	KUNIT_EXPECT_EQ(test, sp_stats.skipped, skipped + skips);
+	KUNIT_EXPECT_EQ(test, sp_st_age(xa_to_value(xa_load(&c->slot.pages, 1))),
+			min(visits, 15U));
+	/* Without smart scan, nothing is skipped. */
+	WRITE_ONCE(sp_smart_scan, false);
+	st = xa_to_value(xa_load(&c->slot.pages, 1));
+	KUNIT_EXPECT_FALSE(test, sp_smart_skip(&c->slot, 1, st));
+	WRITE_ONCE(sp_smart_scan, old);
+	sp_forget(&c->slot, 0, ULONG_MAX);
+}
+
+static struct kunit_case sp_scan_cases[] = {
+	KUNIT_CASE(sp_test_entry_counters),
+	KUNIT_CASE(sp_test_forget_range),
+	KUNIT_CASE(sp_test_smart_ageing),
+	{}
+};
+
+static struct kunit_suite sp_scan_suite = {
+	.name = "ksm_page_state",
+	.init = sp_scan_test_init,
+	.exit = sp_scan_test_exit,
+	.test_cases = sp_scan_cases,
+};
+kunit_test_suite(sp_scan_suite);
