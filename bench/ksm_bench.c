@@ -3,8 +3,9 @@
  * ksm_bench.c - the KSM benchmark, run in the guest by samepage.mode=bench.
  *
  * Workloads, one after another, each on a freshly reset KSM (run=2, then
- * run=1 with smart_scan=0, sleep_millisecs=0, pages_to_scan=PAGES_TO_SCAN),
- * each in child processes that exit afterwards so that ksmd goes idle:
+ * run=1 with smart_scan=0, sleep_millisecs=0, pages_to_scan=PAGES_TO_SCAN,
+ * use_zero_pages=0, merge_across_nodes=1, max_page_sharing=256), each in
+ * child processes that exit afterwards so that ksmd goes idle:
  *
  *   clones    CLONE_KIDS processes with the same CLONE_PAGES distinct pages:
  *             time and ksmd CPU to full merge from run=1 (all madvised
@@ -228,10 +229,23 @@ static bool wait_scans_until(long target)
 	return true;
 }
 
+/*
+ * Unmerge everything, then run with the bench's settings; the knobs that a
+ * kernel may lack (advisor_mode) are set without checking.
+ */
 static bool reset(void)
 {
-	if (ksm_reset() || ksm_write("pages_to_scan", PAGES_TO_SCAN)) {
-		fail("cannot reset KSM");
+	if (ksm_write("run", 2)) {
+		fail("cannot unmerge (run=2)");
+		return false;
+	}
+	ksm_write_str("advisor_mode", "none");
+	if (ksm_write("smart_scan", 0) || ksm_write("use_zero_pages", 0) ||
+	    ksm_write("merge_across_nodes", 1) ||
+	    ksm_write("max_page_sharing", 256) ||
+	    ksm_write("sleep_millisecs", 0) ||
+	    ksm_write("pages_to_scan", PAGES_TO_SCAN) || ksm_write("run", 1)) {
+		fail("cannot set the bench's KSM settings");
 		return false;
 	}
 	return true;
@@ -288,7 +302,7 @@ static void stop_kids(struct kids *k)
 		fail("a child failed");
 }
 
-/* Distinct pages, cheap to fill: one 64-bit value per page, plus offsets. */
+/* Distinct pages (for one seed), cheap to fill: a 64-bit value per page. */
 static void fill_unique(char *mem, size_t pages, unsigned int seed)
 {
 	for (size_t i = 0; i < pages; i++) {
@@ -304,8 +318,7 @@ static void fill(const struct job *job, char *mem, int i)
 {
 	switch (job->fill) {
 	case FILL_CLONE:
-		for (size_t p = 0; p < job->pages; p++)
-			fill_page(mem, p, 1);
+		fill_unique(mem, job->pages, 1);
 		break;
 	case FILL_UNIQUE:
 		fill_unique(mem, job->pages, 100 + i);
