@@ -211,7 +211,7 @@ static void test_read_only(void)
 	char before[64], now[64];
 	long ret;
 
-	for (size_t i = 0; i < sizeof(ro) / sizeof(ro[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(ro); i++) {
 		CHECK(ksm_read_str(ro[i], before, sizeof(before)) == 0,
 		      "read %s", ro[i]);
 		ret = ksm_write_raw(ro[i], "0", 1);
@@ -225,7 +225,7 @@ static void test_read_only(void)
 
 int main(void)
 {
-	const int n = sizeof(knobs) / sizeof(knobs[0]);
+	const int n = ARRAY_SIZE(knobs);
 
 	ksm_save_settings();
 	ktap_plan(n + 3);

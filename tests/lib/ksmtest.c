@@ -197,7 +197,7 @@ static const char *const settings[] = {
 	"smart_scan", "stable_node_chains_prune_millisecs",
 	"sleep_millisecs", "pages_to_scan", "run",
 };
-#define NR_SETTINGS (sizeof(settings) / sizeof(settings[0]))
+#define NR_SETTINGS ARRAY_SIZE(settings)
 static char saved[NR_SETTINGS][64];
 static pid_t saved_by;
 
@@ -329,34 +329,30 @@ bool ksm_wait_counts(long shared, long sharing, long unshared, long volatile_)
 {
 	double deadline = now() + KSM_WAIT_SECONDS;
 	struct ksm_counts c;
-	long start;
+	long start = ksm_read("full_scans");
 
-	ksm_get_counts(&c);
-	start = c.full_scans;
-	while (start >= 0) {
-		if (counts_are(&c, shared, sharing, unshared, volatile_)) {
-			/* Confirm on a snapshot ksmd cannot change under us. */
-			if (ksm_pause())
-				break;
-			ksm_get_counts(&c);
-			ksm_resume();
-			if (counts_are(&c, shared, sharing, unshared, volatile_))
-				return true;
-		}
-		/* Bounded in full scans too: a state not reached in 20 never will. */
-		if (now() > deadline || c.full_scans > start + 20)
-			break;
-		usleep(10000);
+	/*
+	 * Only a snapshot taken with ksmd paused will do: while it runs, a
+	 * page it is looking at has left its tree and not yet gone back, so
+	 * pages_unshared and pages_volatile are often one off.
+	 */
+	while (start >= 0 && !ksm_pause()) {
 		ksm_get_counts(&c);
-	}
-	if (!ksm_pause()) {
-		ksm_get_counts(&c);
-		ksm_diag_rmap_items();
 		ksm_resume();
+		if (counts_are(&c, shared, sharing, unshared, volatile_))
+			return true;
+		/* Bounded in full scans too: a state not reached in 20 never will. */
+		if (now() > deadline || c.full_scans > start + 20) {
+			ksm_diag_rmap_items();
+			ktap_diag("shared %ld sharing %ld unshared %ld volatile %ld after %ld scans, want %ld %ld %ld %ld",
+				  c.shared, c.sharing, c.unshared, c.volatile_,
+				  c.full_scans - start, shared, sharing,
+				  unshared, volatile_);
+			return false;
+		}
+		usleep(10000);
 	}
-	ktap_diag("shared %ld sharing %ld unshared %ld volatile %ld after %ld scans, want %ld %ld %ld %ld",
-		  c.shared, c.sharing, c.unshared, c.volatile_,
-		  c.full_scans - start, shared, sharing, unshared, volatile_);
+	ktap_diag("no KSM to wait on");
 	return false;
 }
 
@@ -453,18 +449,31 @@ int ksm_step_mode(void)
 	return err;
 }
 
+static void ksm_kick(void)
+{
+	long sleep_ms = ksm_read("sleep_millisecs");
+
+	/*
+	 * A new sleep_millisecs first, then run=1: whichever wakes ksmd, it
+	 * reads the new sleep_millisecs after its batch, so the other cannot
+	 * wake it for a second one.
+	 */
+	ksm_write("sleep_millisecs", sleep_ms == KSM_STEP_SLEEP ?
+		  KSM_STEP_SLEEP + 1 : KSM_STEP_SLEEP);
+	ksm_resume();
+}
+
 bool ksm_step(void)
 {
-	double deadline = now() + KSM_WAIT_SECONDS;
+	double deadline = now() + KSM_WAIT_SECONDS, rekick;
 	long scans = ksm_read("full_scans");
-	long sleep_ms = ksm_read("sleep_millisecs");
 
 	if (scans < 0)
 		return false;
 	/*
 	 * Interruptible sleep, with no scan since: ksmd is in one of its two
-	 * waits (run=0, or between batches), and does one batch when woken,
-	 * by run=1 from the first and by a new sleep_millisecs from the other.
+	 * waits (run=0, or between batches), not between a batch and a wait,
+	 * where a kick would be lost.
 	 */
 	for (;;) {
 		if (ksmd_state() == 'S') {
@@ -479,15 +488,23 @@ bool ksm_step(void)
 		usleep(1000);
 		scans = ksm_read("full_scans");
 	}
-	ksm_resume();
-	ksm_write("sleep_millisecs", sleep_ms == KSM_STEP_SLEEP ?
-		  KSM_STEP_SLEEP + 1 : KSM_STEP_SLEEP);
+	ksm_kick();
+	rekick = now() + 3;
 	while (ksm_read("full_scans") == scans) {
 		if (now() > deadline) {
 			ktap_diag("ksmd did not scan when kicked");
 			return false;
 		}
+		if (now() > rekick) {
+			ktap_diag("kicking ksmd again");
+			ksm_kick();
+			rekick = now() + 3;
+		}
 		usleep(1000);
+	}
+	if (ksm_read("full_scans") != scans + 1) {
+		ktap_diag("one kick, %ld full scans", ksm_read("full_scans") - scans);
+		return false;
 	}
 	return true;
 }

@@ -16,6 +16,10 @@
 
 extern size_t page_size;
 
+#ifndef ARRAY_SIZE
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#endif
+
 /* KTAP */
 void ktap_plan(int tests);
 void ktap_result(bool ok, const char *fmt, ...)
@@ -61,6 +65,7 @@ void ksm_get_counts(struct ksm_counts *c);
  * Wait (bounded in time and in full scans) until pages_shared,
  * pages_sharing, pages_unshared and pages_volatile hold the given values
  * in one snapshot taken with ksmd paused; ksmd runs again on return.
+ * Use it only while ksmd runs (run=1, not step mode).
  */
 bool ksm_wait_counts(long shared, long sharing, long unshared, long volatile_);
 /* Print ksm_rmap_items of every process that has some. */
