@@ -4,7 +4,7 @@ set -euo pipefail
 
 pkgs=(linux-source-6.12 build-essential flex bison bc libelf-dev libssl-dev
       cpio xz-utils gzip file ccache qemu-system-x86 busybox-static
-      libnuma-dev gnuplot-nox git)
+      libnuma-dev gnuplot-nox git python3-ply)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||

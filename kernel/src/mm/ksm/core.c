@@ -35,6 +35,7 @@ bool sp_smart_scan = true;
 unsigned int sp_chains_prune_ms = 2000;
 unsigned long sp_max_kernel_pages;
 
+/* The locks and what they protect: see the top of samepage.h. */
 DEFINE_MUTEX(sp_mutex);
 DEFINE_SPINLOCK(sp_slots_lock);
 LIST_HEAD(sp_slots);
@@ -99,11 +100,13 @@ int __ksm_enter(struct mm_struct *mm)
 	was_empty = list_empty(&sp_slots);
 	hash_add(sp_mm_hash, &slot->hnode, (unsigned long)mm);
 	/*
-	 * Behind the cursor, so that a new mm settles a little before ksmd
-	 * sees it; during run=2, at the end, so that it is not missed.
+	 * Next after the cursor, so that the pass in progress sees the new
+	 * mm and its duplicates merge in the next one, two full scans from
+	 * now as with an idle ksmd; at the end during run=2, which walks the
+	 * list from the start.
 	 */
 	if (sp_cur.slot && !(READ_ONCE(sp_run) & SP_RUN_UNMERGE))
-		list_add_tail(&slot->list, &sp_cur.slot->list);
+		list_add(&slot->list, &sp_cur.slot->list);
 	else
 		list_add_tail(&slot->list, &sp_slots);
 	spin_unlock(&sp_slots_lock);
@@ -199,8 +202,9 @@ void ksm_add_vma(struct vm_area_struct *vma)
 static void sp_mark_all(struct mm_struct *mm)
 {
 	struct vm_area_struct *vma;
-	VMA_ITERATOR(vmi, mm, 0);
+	struct vma_iterator vmi;
 
+	vma_iter_init(&vmi, mm, 0);
 	for_each_vma(vmi, vma)
 		sp_vma_set(vma);
 }
@@ -209,9 +213,10 @@ static void sp_mark_all(struct mm_struct *mm)
 static int sp_clear_all(struct mm_struct *mm)
 {
 	struct vm_area_struct *vma;
-	VMA_ITERATOR(vmi, mm, 0);
+	struct vma_iterator vmi;
 	int err = 0;
 
+	vma_iter_init(&vmi, mm, 0);
 	for_each_vma(vmi, vma) {
 		err = sp_vma_clear(vma);
 		if (err)

@@ -45,6 +45,49 @@ static u32 sp_hash_words(const u64 *w)
 	return (u32)(acc >> 32);
 }
 
+/*
+ * A checksum of every word of the page (Fletcher's, folded by a multiply
+ * whose top bits every input bit reaches), only to tell whether the page
+ * changed since the last visit: the sampled hash alone would miss a write
+ * that lands in no sampled word. It needs no key: a page made to keep its
+ * checksum while changing is still compared in full before any merge.
+ */
+static u32 sp_sum_words(const u64 *w)
+{
+	u64 a = 0, b = 0;
+	unsigned int i;
+
+	for (i = 0; i < PAGE_SIZE / sizeof(u64); i += 4) {
+		a += w[i];
+		b += a;
+		a += w[i + 1];
+		b += a;
+		a += w[i + 2];
+		b += a;
+		a += w[i + 3];
+		b += a;
+	}
+	return ((a ^ rol64(b, 29)) * 0x9e3779b97f4a7c15ULL) >> 32;
+}
+
+/**
+ * sp_read_page - what a visit learns of a page's content
+ * @page: the page, referenced by the caller
+ *
+ * Return: the page's sampled hash and its checksum.
+ */
+struct sp_content sp_read_page(struct page *page)
+{
+	const u64 *w = kmap_local_page(page);
+	struct sp_content c = {
+		.hash = sp_hash_words(w),
+		.sum = sp_sum_words(w),
+	};
+
+	kunmap_local(w);
+	return c;
+}
+
 /**
  * sp_hash_page - keyed hash of a sample of a page's content
  * @page: the page, referenced by the caller

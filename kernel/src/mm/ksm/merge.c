@@ -18,6 +18,7 @@
 #include <linux/rmap.h>
 #include <linux/sched/signal.h>
 #include <linux/swap.h>
+#include <linux/swapops.h>
 #include <asm/tlbflush.h>
 
 #include "../internal.h"
@@ -110,28 +111,85 @@ int sp_unshare(struct vm_area_struct *vma, unsigned long addr)
 	return 0;
 }
 
+/* Does this PTE map KSM: a KSM folio (or one migrating), or the zero page? */
+static bool sp_pte_is_ksm(struct vm_area_struct *vma, unsigned long addr,
+			  pte_t pte)
+{
+	struct page *page;
+	swp_entry_t entry;
+
+	if (pte_present(pte)) {
+		if (is_ksm_zero_pte(pte))
+			return true;
+		page = vm_normal_page(vma, addr, pte);
+		return page && folio_test_ksm(page_folio(page));
+	}
+	if (pte_none(pte))
+		return false;
+	entry = pte_to_swp_entry(pte);
+	return is_migration_entry(entry) &&
+	       folio_test_ksm(pfn_swap_entry_folio(entry));
+}
+
+/* A page walk that stops at the first PTE mapping KSM; THPs are skipped. */
+static int sp_ksm_pmd_entry(pmd_t *pmdp, unsigned long addr,
+			    unsigned long end, struct mm_walk *walk)
+{
+	unsigned long *found = walk->private;
+	pte_t *start, *ptep;
+	spinlock_t *ptl;	/* the PTE table's lock */
+	int ret = 0;
+
+	walk->action = ACTION_CONTINUE;
+	if (pmd_trans_huge(pmdp_get_lockless(pmdp)))
+		return 0;
+	start = pte_offset_map_lock(walk->mm, pmdp, addr, &ptl);
+	if (!start)
+		return 0;
+	for (ptep = start; addr < end; ptep++, addr += PAGE_SIZE) {
+		if (sp_pte_is_ksm(walk->vma, addr, ptep_get(ptep))) {
+			*found = addr;
+			ret = 1;
+			break;
+		}
+	}
+	pte_unmap_unlock(start, ptl);
+	return ret;
+}
+
+static const struct mm_walk_ops sp_ksm_walk_ops = {
+	.pmd_entry = sp_ksm_pmd_entry,
+	.walk_lock = PGWALK_RDLOCK,
+};
+
 /**
  * sp_unshare_range - unshare every KSM page mapped in a range of a VMA
  * @vma: the VMA, mmap_lock held
  * @start: first address
  * @end: end of the range
  *
+ * A page walk finds the KSM mappings, so that the cost follows the pages
+ * mapped rather than the size of the range.
+ *
  * Return: 0, -ENOMEM, or -ERESTARTSYS when a fatal signal is pending.
  */
 int sp_unshare_range(struct vm_area_struct *vma, unsigned long start,
 		     unsigned long end)
 {
-	unsigned long addr;
+	unsigned long addr = start;
 	int err;
 
 	if (!vma->anon_vma)
 		return 0;
-	for (addr = start; addr < end; addr += PAGE_SIZE) {
+	while (addr < end &&
+	       walk_page_range_vma(vma, addr, end, &sp_ksm_walk_ops,
+				   &addr) > 0) {
 		if (fatal_signal_pending(current))
 			return -ERESTARTSYS;
 		err = sp_unshare(vma, addr);
 		if (err)
 			return err;
+		addr += PAGE_SIZE;
 	}
 	return 0;
 }
@@ -250,7 +308,7 @@ static int sp_replace(struct vm_area_struct *vma, struct page *page,
 	struct folio *folio = page_folio(page);
 	struct mmu_notifier_range range;
 	unsigned long addr;
-	spinlock_t *ptl;
+	spinlock_t *ptl;	/* the PTE table's lock */
 	pte_t *ptep;
 	pmd_t *pmd;
 	int err = -EFAULT;
@@ -268,7 +326,7 @@ static int sp_replace(struct vm_area_struct *vma, struct page *page,
 	if (ptep && pte_same(ptep_get(ptep), expect)) {
 		pte_t pte = sp_new_pte(vma, addr, kpage, expect);
 
-		VM_BUG_ON_PAGE(PageAnonExclusive(page), page);
+		VM_WARN_ON_ONCE_PAGE(PageAnonExclusive(page), page);
 		flush_cache_page(vma, addr, pte_pfn(expect));
 		ptep_clear_flush(vma, addr, ptep);
 		set_pte_at(mm, addr, ptep, pte);

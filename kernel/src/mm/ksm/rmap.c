@@ -131,11 +131,12 @@ static bool sp_walk_sharer(struct folio *folio, struct sp_sharer *sh,
 	}
 	anon_vma_interval_tree_foreach(avc, &av->rb_root, 0, ULONG_MAX) {
 		struct vm_area_struct *vma = avc->vma;
+		bool own = vma->vm_mm == sh->slot->mm;
 
 		cond_resched();
 		if (sh->addr < vma->vm_start || sh->addr >= vma->vm_end)
 			continue;
-		if ((vma->vm_mm != sh->slot->mm) != others)
+		if (own == others)
 			continue;
 		if (rwc->invalid_vma && rwc->invalid_vma(vma, rwc->arg))
 			continue;
@@ -160,9 +161,7 @@ void rmap_walk_ksm(struct folio *folio, struct rmap_walk_control *rwc)
 	struct sp_sharer *sh;
 	int round;
 
-	VM_BUG_ON_FOLIO(!folio_test_ksm(folio), folio);
-	VM_BUG_ON_FOLIO(!folio_test_locked(folio), folio);
-
+	VM_WARN_ON_ONCE_FOLIO(!folio_test_locked(folio), folio);
 	node = sp_folio_node(folio);
 	if (!node)
 		return;
@@ -184,12 +183,12 @@ void folio_migrate_ksm(struct folio *newfolio, struct folio *folio)
 {
 	struct sp_knode *node = sp_folio_node(folio);
 
-	VM_BUG_ON_FOLIO(!folio_test_locked(newfolio), newfolio);
-	VM_BUG_ON_FOLIO(!folio_test_locked(folio), folio);
-	VM_BUG_ON_FOLIO(newfolio->mapping != folio->mapping, newfolio);
+	VM_WARN_ON_ONCE_FOLIO(!folio_test_locked(newfolio), newfolio);
+	VM_WARN_ON_ONCE_FOLIO(!folio_test_locked(folio), folio);
+	VM_WARN_ON_ONCE_FOLIO(newfolio->mapping != folio->mapping, newfolio);
 	if (!node)
 		return;
-	VM_BUG_ON_FOLIO(node->kpfn != folio_pfn(folio), folio);
+	VM_WARN_ON_ONCE_FOLIO(node->kpfn != folio_pfn(folio), folio);
 	WRITE_ONCE(node->kpfn, folio_pfn(newfolio));
 	/*
 	 * sp_node_folio() must find the new pfn before it can find the old

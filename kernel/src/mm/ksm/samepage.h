@@ -23,7 +23,8 @@
  * sharers, one per mapping that ksmd set up or found, and sits in the
  * stable table, a hash table keyed by the content hash.
  *
- * Candidates are pages whose hash did not change between two visits; they
+ * Candidates are pages that did not change between two visits (same hash,
+ * same checksum of the whole page); they
  * go into the candidate table, an open-addressed array of 64-bit entries
  * (slot id, virtual page number, hash tag) that is emptied at the start of
  * every full pass. A hit is confirmed with the state word of the page and
@@ -84,27 +85,49 @@ struct sp_sharer {
 
 /*
  * The state word of a tracked page that is not merged, stored as an xarray
- * value: the hash at the last visit, whether it was counted as unshared
- * (a candidate), and the smart-scan age.
+ * value: the content hash and a checksum of the whole page at the last
+ * visit, whether it was counted as unshared (a candidate), and its
+ * smart-scan age and remaining skips.
  */
-#define SP_ST_HASH_BITS		32
 #define SP_ST_CAND		BIT_ULL(32)
 #define SP_ST_AGE_SHIFT		33
 #define SP_ST_AGE_BITS		4
 #define SP_ST_SKIP_SHIFT	(SP_ST_AGE_SHIFT + SP_ST_AGE_BITS)
 #define SP_ST_SKIP_BITS		4
+#define SP_ST_SUM_SHIFT		(SP_ST_SKIP_SHIFT + SP_ST_SKIP_BITS)
+#define SP_ST_SUM_BITS		20
 
-static inline unsigned long sp_st_make(u32 hash, bool cand, unsigned int age,
-				       unsigned int skip)
+/* What a visit reads of a page: its hash and its checksum. */
+struct sp_content {
+	u32 hash;
+	u32 sum;
+};
+
+static inline unsigned long sp_st_make(struct sp_content c, bool cand,
+				       unsigned int age, unsigned int skip)
 {
-	return (unsigned long)hash | (cand ? SP_ST_CAND : 0) |
+	return (unsigned long)c.hash | (cand ? SP_ST_CAND : 0) |
 	       ((unsigned long)age << SP_ST_AGE_SHIFT) |
-	       ((unsigned long)skip << SP_ST_SKIP_SHIFT);
+	       ((unsigned long)skip << SP_ST_SKIP_SHIFT) |
+	       ((unsigned long)(c.sum & GENMASK(SP_ST_SUM_BITS - 1, 0)) <<
+		SP_ST_SUM_SHIFT);
 }
 
 static inline u32 sp_st_hash(unsigned long st)
 {
 	return (u32)st;
+}
+
+static inline u32 sp_st_sum(unsigned long st)
+{
+	return (st >> SP_ST_SUM_SHIFT) & GENMASK(SP_ST_SUM_BITS - 1, 0);
+}
+
+/* Did the page keep the content that state word @st saw? */
+static inline bool sp_st_same(unsigned long st, struct sp_content c)
+{
+	return sp_st_hash(st) == c.hash &&
+	       sp_st_sum(st) == (c.sum & GENMASK(SP_ST_SUM_BITS - 1, 0));
 }
 
 static inline bool sp_st_cand(unsigned long st)
@@ -136,9 +159,9 @@ extern unsigned long sp_max_kernel_pages;
 /* The scan-time advisor. */
 extern bool sp_advisor_on;
 extern unsigned long sp_advisor_max_cpu;
-extern unsigned long sp_advisor_min_pages;
-extern unsigned long sp_advisor_max_pages;
-extern unsigned long sp_advisor_target_s;
+extern unsigned long sp_advisor_min_pages_to_scan;
+extern unsigned long sp_advisor_max_pages_to_scan;
+extern unsigned long sp_advisor_target_scan_time;
 void sp_advisor_defaults(void);
 
 /* Counters, under sp_mutex (read without it by sysfs). */
@@ -179,6 +202,7 @@ void sp_sharer_drop(struct sp_sharer *sh);
 
 /* index.c */
 u32 sp_hash_page(struct page *page);
+struct sp_content sp_read_page(struct page *page);
 extern u32 sp_zero_hash;
 
 /* The candidate table: see the top of this file. */

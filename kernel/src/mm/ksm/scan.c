@@ -199,24 +199,23 @@ static unsigned int sp_skips_for(unsigned int age)
 static bool sp_smart_skip(struct sp_slot *slot, unsigned long vpn,
 			  unsigned long st)
 {
+	struct sp_content c = { sp_st_hash(st), sp_st_sum(st) };
 	unsigned int skip = sp_st_skip(st);
 
 	if (!READ_ONCE(sp_smart_scan) || !skip)
 		return false;
-	sp_set_state(slot, vpn, sp_st_make(sp_st_hash(st), false,
-					   sp_st_age(st), skip - 1));
+	sp_set_state(slot, vpn, sp_st_make(c, false, sp_st_age(st), skip - 1));
 	sp_stats.skipped++;
 	return true;
 }
 
 /* Remember a page that stays unmerged after this visit. */
-static void sp_keep(struct sp_slot *slot, unsigned long vpn, u32 hash,
-		    bool cand, unsigned long st)
+static void sp_keep(struct sp_slot *slot, unsigned long vpn,
+		    struct sp_content c, bool cand, unsigned long st)
 {
 	unsigned int age = sp_age_next(st);
 
-	sp_set_state(slot, vpn, sp_st_make(hash, cand, age,
-					   sp_skips_for(age)));
+	sp_set_state(slot, vpn, sp_st_make(c, cand, age, sp_skips_for(age)));
 }
 
 /* Run @fn on the mergeable VMA of @addr in @mm, with mmap_lock. */
@@ -487,8 +486,10 @@ out:
 
 /* Pair with an equal candidate, or become one. */
 static void sp_try_candidates(struct sp_slot *slot, unsigned long addr,
-			      struct page *page, u32 hash, unsigned long st)
+			      struct page *page, struct sp_content c,
+			      unsigned long st)
 {
+	u32 hash = c.hash;
 	unsigned long vpn = addr >> PAGE_SHIFT;
 	struct sp_probe p;
 	unsigned long tvpn;
@@ -501,7 +502,7 @@ static void sp_try_candidates(struct sp_slot *slot, unsigned long addr,
 		if (sp_pair_with(slot, addr, page, hash, id, tvpn))
 			return;
 	}
-	sp_keep(slot, vpn, hash, sp_probe_insert(&p, slot->id, vpn), st);
+	sp_keep(slot, vpn, c, sp_probe_insert(&p, slot->id, vpn), st);
 }
 
 /* A KSM page that this mm maps without a sharer: inherited by fork. */
@@ -538,8 +539,8 @@ static void sp_visit(struct sp_slot *slot, unsigned long addr,
 	unsigned long vpn = addr >> PAGE_SHIFT;
 	struct folio *folio = page_folio(page);
 	void *entry = xa_load(&slot->pages, vpn);
+	struct sp_content c;
 	unsigned long st;
-	u32 hash;
 
 	if (entry && !xa_is_value(entry)) {
 		struct sp_sharer *sh = entry;
@@ -556,15 +557,15 @@ static void sp_visit(struct sp_slot *slot, unsigned long addr,
 	st = entry ? xa_to_value(entry) : 0;
 	if (entry && sp_smart_skip(slot, vpn, st))
 		return;
-	hash = sp_hash_page(page);
-	if (!entry || sp_st_hash(st) != hash) {
-		sp_keep(slot, vpn, hash, false, st);
+	c = sp_read_page(page);
+	if (!entry || !sp_st_same(st, c)) {
+		sp_keep(slot, vpn, c, false, st);
 		return;
 	}
-	if (sp_try_zero(slot, addr, page, hash) ||
-	    sp_try_stable(slot, addr, page, hash))
+	if (sp_try_zero(slot, addr, page, c.hash) ||
+	    sp_try_stable(slot, addr, page, c.hash))
 		return;
-	sp_try_candidates(slot, addr, page, hash, st);
+	sp_try_candidates(slot, addr, page, c, st);
 }
 
 /* Finding the next page: a page walk that stops at the first one. */
@@ -590,7 +591,7 @@ static int sp_take(struct sp_found *f, struct page *page, unsigned long addr)
 
 static int sp_pmd_huge(pmd_t *pmdp, unsigned long addr, struct mm_walk *walk)
 {
-	spinlock_t *ptl = pmd_lock(walk->mm, pmdp);
+	spinlock_t *ptl = pmd_lock(walk->mm, pmdp);	/* the PMD's lock */
 	pmd_t pmd = pmdp_get(pmdp);
 	struct page *page;
 	int ret = -EAGAIN;	/* split meanwhile: look at the PTEs */
@@ -613,7 +614,7 @@ static int sp_pmd_entry(pmd_t *pmdp, unsigned long addr, unsigned long end,
 	pmd_t pmd = pmdp_get_lockless(pmdp);
 	pte_t *start, *ptep;
 	struct page *page;
-	spinlock_t *ptl;
+	spinlock_t *ptl;	/* the PTE table's lock */
 	int ret = 0;
 
 	if (!pmd_present(pmd))
@@ -807,7 +808,7 @@ static void sp_advise(void)
 	u64 cpu_ms = div_u64(task_sched_runtime(current) - sp_pass_cpu,
 			     NSEC_PER_MSEC);
 	u64 pages = READ_ONCE(sp_pages_to_scan);
-	u64 target = READ_ONCE(sp_advisor_target_s) * MSEC_PER_SEC;
+	u64 target = READ_ONCE(sp_advisor_target_scan_time) * MSEC_PER_SEC;
 	u64 want = div64_u64(pages * wall_ms, max_t(u64, 1, target));
 	u64 cpu_pct = div64_u64(cpu_ms * 100, wall_ms);
 	u64 max_cpu = READ_ONCE(sp_advisor_max_cpu);
@@ -815,8 +816,8 @@ static void sp_advise(void)
 	want = (2 * pages + want) / 3;
 	if (cpu_pct > max_cpu && cpu_pct)
 		want = min(want, div64_u64(pages * max_cpu, cpu_pct));
-	want = clamp_t(u64, want, READ_ONCE(sp_advisor_min_pages),
-		       READ_ONCE(sp_advisor_max_pages));
+	want = clamp_t(u64, want, READ_ONCE(sp_advisor_min_pages_to_scan),
+		       READ_ONCE(sp_advisor_max_pages_to_scan));
 	WRITE_ONCE(sp_pages_to_scan, want);
 	trace_ksm_advisor(div_u64(wall_ms, MSEC_PER_SEC), want, cpu_pct);
 }
@@ -877,8 +878,8 @@ static void sp_idle(void)
 	unsigned int ms = READ_ONCE(sp_sleep_ms);
 
 	if (!sp_should_run())
-		wait_event_freezable(sp_thread_wait, kthread_should_stop() ||
-						     sp_should_run());
+		wait_event_freezable(sp_thread_wait,
+				     kthread_should_stop() || sp_should_run());
 	else
 		wait_event_freezable_timeout(sp_thread_wait,
 					     kthread_should_stop() ||

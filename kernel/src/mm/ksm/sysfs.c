@@ -15,9 +15,9 @@
 
 bool sp_advisor_on;
 unsigned long sp_advisor_max_cpu = 70;
-unsigned long sp_advisor_min_pages = 500;
-unsigned long sp_advisor_max_pages = 30000;
-unsigned long sp_advisor_target_s = 200;
+unsigned long sp_advisor_min_pages_to_scan = 500;
+unsigned long sp_advisor_max_pages_to_scan = 30000;
+unsigned long sp_advisor_target_scan_time = 200;
 
 /* Bytes of metadata a tracked page costs on average: its xarray slot. */
 #define SP_PAGE_COST	sizeof(void *)
@@ -40,7 +40,7 @@ long ksm_process_profit(struct mm_struct *mm)
 void sp_advisor_defaults(void)
 {
 	WRITE_ONCE(sp_pages_to_scan, sp_advisor_on ?
-		   (unsigned int)sp_advisor_min_pages : 100);
+		   (unsigned int)sp_advisor_min_pages_to_scan : 100);
 }
 
 #define SP_ATTR_RO(_name) \
@@ -373,24 +373,24 @@ static ssize_t advisor_mode_store(struct kobject *k, struct kobj_attribute *a,
 }
 SP_ATTR_RW(advisor_mode);
 
-/* The advisor's unsigned long tunables, and their lowest valid value. */
-#define SP_ADVISOR_ATTR(_name, _var, _min)				\
+/* The advisor's unsigned long tunables sp_<name>, and their lowest value. */
+#define SP_ADVISOR_ATTR(_name, _min)					\
 static ssize_t _name##_show(struct kobject *k, struct kobj_attribute *a, \
 			    char *buf)					\
 {									\
-	return sysfs_emit(buf, "%lu\n", READ_ONCE(_var));		\
+	return sysfs_emit(buf, "%lu\n", READ_ONCE(sp_##_name));	\
 }									\
 static ssize_t _name##_store(struct kobject *k, struct kobj_attribute *a, \
 			     const char *buf, size_t count)		\
 {									\
-	return sp_store_ulong(buf, count, &_var, _min);			\
+	return sp_store_ulong(buf, count, &sp_##_name, _min);		\
 }									\
 SP_ATTR_RW(_name)
 
-SP_ADVISOR_ATTR(advisor_max_cpu, sp_advisor_max_cpu, 0);
-SP_ADVISOR_ATTR(advisor_min_pages_to_scan, sp_advisor_min_pages, 0);
-SP_ADVISOR_ATTR(advisor_max_pages_to_scan, sp_advisor_max_pages, 0);
-SP_ADVISOR_ATTR(advisor_target_scan_time, sp_advisor_target_s, 1);
+SP_ADVISOR_ATTR(advisor_max_cpu, 0);
+SP_ADVISOR_ATTR(advisor_min_pages_to_scan, 0);
+SP_ADVISOR_ATTR(advisor_max_pages_to_scan, 0);
+SP_ADVISOR_ATTR(advisor_target_scan_time, 1);
 
 #define SP_A(_name)	(&_name##_attr.attr)
 

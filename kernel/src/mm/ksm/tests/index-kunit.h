@@ -95,8 +95,9 @@ static void sp_test_cand_collisions(struct kunit *test)
 static void sp_test_cand_limits(struct kunit *test)
 {
 	struct sp_cand_table t = { };
-	unsigned long n, added = 0;
+	unsigned long n, vpn, added = 0;
 	struct sp_probe p;
+	unsigned int id;
 
 	sp_cand_reset(&t, 0);
 	/* Slot id 0 and page numbers past the encoding are refused. */
@@ -107,7 +108,7 @@ static void sp_test_cand_limits(struct kunit *test)
 	/* The table stops taking candidates at three quarters full. */
 	for (n = 0; n < (1UL << t.bits); n++) {
 		sp_probe_start(&p, &t, hash_32(n, 32));
-		while (sp_probe_next(&p, &(unsigned int){0}, &(unsigned long){0}))
+		while (sp_probe_next(&p, &id, &vpn))
 			;
 		added += sp_probe_insert(&p, 1, n);
 	}
@@ -144,18 +145,49 @@ static void sp_test_stable(struct kunit *test)
 
 static void sp_test_state_word(struct kunit *test)
 {
-	unsigned long st = sp_st_make(0xdeadbeef, true, 9, 5);
+	struct sp_content c = { .hash = 0xdeadbeef, .sum = 0xfabcde };
+	unsigned long st = sp_st_make(c, true, 9, 5);
 
 	KUNIT_EXPECT_EQ(test, sp_st_hash(st), 0xdeadbeefU);
+	KUNIT_EXPECT_EQ(test, sp_st_sum(st), 0xabcdeU);
+	KUNIT_EXPECT_TRUE(test, sp_st_same(st, c));
+	c.sum ^= 1;
+	KUNIT_EXPECT_FALSE(test, sp_st_same(st, c));
 	KUNIT_EXPECT_TRUE(test, sp_st_cand(st));
 	KUNIT_EXPECT_EQ(test, sp_st_age(st), 9U);
 	KUNIT_EXPECT_EQ(test, sp_st_skip(st), 5U);
 	/* It fits an xarray value entry. */
 	KUNIT_EXPECT_EQ(test, xa_to_value(xa_mk_value(st)), st);
-	st = sp_st_make(0, false, 15, 15);
+	c.sum = ~0U;
+	st = sp_st_make(c, false, 15, 15);
 	KUNIT_EXPECT_FALSE(test, sp_st_cand(st));
 	KUNIT_EXPECT_EQ(test, sp_st_age(st), 15U);
 	KUNIT_EXPECT_EQ(test, sp_st_skip(st), 15U);
+	KUNIT_EXPECT_EQ(test, xa_to_value(xa_mk_value(st)), st);
+}
+
+/* A write to any one word, even one no sample reads, is seen. */
+static void sp_test_change_seen(struct kunit *test)
+{
+	struct page *page = alloc_page(GFP_KERNEL);
+	unsigned long st;
+	unsigned int i, missed = 0;
+	u64 *w;
+
+	KUNIT_ASSERT_NOT_NULL(test, page);
+	w = kmap_local_page(page);
+	for (i = 0; i < PAGE_SIZE / sizeof(u64); i++)
+		w[i] = i * 0x0101010101010101ULL;
+	st = sp_st_make(sp_read_page(page), false, 0, 0);
+	for (i = 0; i < PAGE_SIZE / sizeof(u64); i++) {
+		w[i] ^= BIT_ULL(i % 64);
+		missed += sp_st_same(st, sp_read_page(page));
+		w[i] ^= BIT_ULL(i % 64);
+	}
+	KUNIT_EXPECT_EQ(test, missed, 0U);
+	KUNIT_EXPECT_TRUE(test, sp_st_same(st, sp_read_page(page)));
+	kunmap_local(w);
+	__free_page(page);
 }
 
 static struct kunit_case sp_index_cases[] = {
@@ -166,6 +198,7 @@ static struct kunit_case sp_index_cases[] = {
 	KUNIT_CASE(sp_test_cand_limits),
 	KUNIT_CASE(sp_test_stable),
 	KUNIT_CASE(sp_test_state_word),
+	KUNIT_CASE(sp_test_change_seen),
 	{}
 };
 
@@ -173,4 +206,5 @@ static struct kunit_suite sp_index_suite = {
 	.name = "ksm_index",
 	.test_cases = sp_index_cases,
 };
+
 kunit_test_suite(sp_index_suite);

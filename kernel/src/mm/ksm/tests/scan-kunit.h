@@ -6,6 +6,8 @@
  */
 #include <kunit/test.h>
 
+#define SP_C(h)	((struct sp_content){ .hash = (h) })
+
 struct sp_test_ctx {
 	struct sp_slot slot;
 	struct mm_struct *mm;
@@ -45,19 +47,19 @@ static void sp_test_entry_counters(struct kunit *test)
 	unsigned long unshared = sp_stats.unshared;
 
 	/* First visit: tracked, volatile. */
-	sp_set_state(&c->slot, 10, sp_st_make(1, false, 0, 0));
+	sp_set_state(&c->slot, 10, sp_st_make(SP_C(1), false, 0, 0));
 	KUNIT_EXPECT_EQ(test, sp_stats.tracked, tracked + 1);
 	KUNIT_EXPECT_EQ(test, c->mm->ksm_rmap_items, 1UL);
 	KUNIT_EXPECT_EQ(test, sp_stats.unshared, unshared);
 	/* Unchanged: a candidate, counted unshared. */
-	sp_set_state(&c->slot, 10, sp_st_make(1, true, 1, 0));
+	sp_set_state(&c->slot, 10, sp_st_make(SP_C(1), true, 1, 0));
 	KUNIT_EXPECT_EQ(test, sp_stats.tracked, tracked + 1);
 	KUNIT_EXPECT_EQ(test, sp_stats.unshared, unshared + 1);
 	/* Changed again: volatile. */
-	sp_set_state(&c->slot, 10, sp_st_make(2, false, 2, 0));
+	sp_set_state(&c->slot, 10, sp_st_make(SP_C(2), false, 2, 0));
 	KUNIT_EXPECT_EQ(test, sp_stats.unshared, unshared);
 	/* A candidate that goes away is no longer counted anywhere. */
-	sp_set_state(&c->slot, 10, sp_st_make(2, true, 3, 0));
+	sp_set_state(&c->slot, 10, sp_st_make(SP_C(2), true, 3, 0));
 	sp_entry_set(&c->slot, 10, NULL);
 	KUNIT_EXPECT_EQ(test, sp_stats.tracked, tracked);
 	KUNIT_EXPECT_EQ(test, sp_stats.unshared, unshared);
@@ -72,7 +74,7 @@ static void sp_test_forget_range(struct kunit *test)
 	unsigned long vpn;
 
 	for (vpn = 1; vpn <= 8; vpn++)
-		sp_set_state(&c->slot, vpn, sp_st_make(vpn, vpn & 1, 0, 0));
+		sp_set_state(&c->slot, vpn, sp_st_make(SP_C(vpn), vpn & 1, 0, 0));
 	KUNIT_EXPECT_EQ(test, sp_stats.tracked, tracked + 8);
 	/* Pages 3 to 5 are gone from the address space. */
 	sp_forget(&c->slot, 3 << PAGE_SHIFT, 6 << PAGE_SHIFT);
@@ -100,7 +102,7 @@ static void sp_test_smart_ageing(struct kunit *test)
 			continue;
 		}
 		visits++;
-		sp_keep(&c->slot, 1, 7, true, st);
+		sp_keep(&c->slot, 1, SP_C(7), true, st);
 	}
 	KUNIT_EXPECT_EQ(test, visits + skips, 40U);
 	KUNIT_EXPECT_GT(test, skips, visits);
@@ -128,4 +130,5 @@ static struct kunit_suite sp_scan_suite = {
 	.exit = sp_scan_test_exit,
 	.test_cases = sp_scan_cases,
 };
+
 kunit_test_suite(sp_scan_suite);
