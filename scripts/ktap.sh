@@ -83,7 +83,7 @@ END {
 }' > "$logs/results.txt" || true
 
 # Kernel splats fail the run whatever the tests said.
-splat='(BUG:|WARNING:|Oops|Kernel panic|general protection fault|Call Trace:|possible circular locking|possible recursive locking|inconsistent lock state|lockdep|KASAN|UBSAN|soft lockup|hard LOCKUP|rcu_sched self-detected|blocked for more than)'
+splat='(BUG:|WARNING:|INFO: possible|suspicious RCU usage|Oops|Kernel panic|general protection fault|Call Trace:|KASAN|UBSAN|soft lockup|hard LOCKUP|self-detected stall|blocked for more than)'
 splats=$(grep -aE "$splat" "$console" | head -5 || true)
 
 res=$(cat "$logs/results.txt")

@@ -25,8 +25,6 @@ static int sp_scan_test_init(struct kunit *test)
 		return -ENOMEM;
 	c->slot.mm = c->mm;
 	xa_init(&c->slot.pages);
-	mutex_lock(&sp_mutex);
-	c->saved = sp_stats;
 	test->priv = c;
 	return 0;
 }
@@ -36,13 +34,30 @@ static void sp_scan_test_exit(struct kunit *test)
 	struct sp_test_ctx *c = test->priv;
 
 	xa_destroy(&c->slot.pages);
+}
+
+/*
+ * The counters are ksmd's: a test holds sp_mutex while it moves them and
+ * puts them back before letting go (init and exit run in other threads).
+ */
+static struct sp_test_ctx *sp_test_begin(struct kunit *test)
+{
+	struct sp_test_ctx *c = test->priv;
+
+	mutex_lock(&sp_mutex);
+	c->saved = sp_stats;
+	return c;
+}
+
+static void sp_test_end(struct sp_test_ctx *c)
+{
 	sp_stats = c->saved;
 	mutex_unlock(&sp_mutex);
 }
 
 static void sp_test_entry_counters(struct kunit *test)
 {
-	struct sp_test_ctx *c = test->priv;
+	struct sp_test_ctx *c = sp_test_begin(test);
 	unsigned long tracked = sp_stats.tracked;
 	unsigned long unshared = sp_stats.unshared;
 
@@ -65,11 +80,12 @@ static void sp_test_entry_counters(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, sp_stats.unshared, unshared);
 	KUNIT_EXPECT_EQ(test, c->mm->ksm_rmap_items, 0UL);
 	KUNIT_EXPECT_TRUE(test, xa_empty(&c->slot.pages));
+	sp_test_end(c);
 }
 
 static void sp_test_forget_range(struct kunit *test)
 {
-	struct sp_test_ctx *c = test->priv;
+	struct sp_test_ctx *c = sp_test_begin(test);
 	unsigned long tracked = sp_stats.tracked;
 	unsigned long vpn;
 
@@ -84,11 +100,12 @@ static void sp_test_forget_range(struct kunit *test)
 	sp_forget(&c->slot, 0, ULONG_MAX);
 	KUNIT_EXPECT_EQ(test, sp_stats.tracked, tracked);
 	KUNIT_EXPECT_EQ(test, c->mm->ksm_rmap_items, 0UL);
+	sp_test_end(c);
 }
 
 static void sp_test_smart_ageing(struct kunit *test)
 {
-	struct sp_test_ctx *c = test->priv;
+	struct sp_test_ctx *c = sp_test_begin(test);
 	unsigned long st = 0, skipped = sp_stats.skipped;
 	bool old = READ_ONCE(sp_smart_scan);
 	unsigned int visits = 0, skips = 0, i;
@@ -115,6 +132,7 @@ static void sp_test_smart_ageing(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, sp_smart_skip(&c->slot, 1, st));
 	WRITE_ONCE(sp_smart_scan, old);
 	sp_forget(&c->slot, 0, ULONG_MAX);
+	sp_test_end(c);
 }
 
 static struct kunit_case sp_scan_cases[] = {
