@@ -8,7 +8,8 @@
  * still; then, if the content still equals the KSM page's, the PTE is
  * pointed at the KSM page. A later write to it faults and takes a private
  * copy (do_wp_page() never reuses a KSM folio). Unmerging is that fault,
- * requested with FAULT_FLAG_UNSHARE.
+ * requested with FAULT_FLAG_UNSHARE. Both PTE changes of a merge reach
+ * secondary MMUs through change_pte (set_pte_at_notify()) as well.
  */
 #include <linux/mm.h>
 #include <linux/huge_mm.h>
@@ -228,7 +229,7 @@ static int sp_protect_locked(struct page_vma_mapped_walk *pvmw,
 	if (pte_dirty(was))
 		folio_mark_dirty(folio);
 	now = pte_wrprotect(pte_mkclean(was));
-	set_pte_at(vma->vm_mm, pvmw->address, pvmw->pte, now);
+	set_pte_at_notify(vma->vm_mm, pvmw->address, pvmw->pte, now);
 	*ptev = now;
 	return 0;
 }
@@ -329,7 +330,7 @@ static int sp_replace(struct vm_area_struct *vma, struct page *page,
 		VM_WARN_ON_ONCE_PAGE(PageAnonExclusive(page), page);
 		flush_cache_page(vma, addr, pte_pfn(expect));
 		ptep_clear_flush(vma, addr, ptep);
-		set_pte_at(mm, addr, ptep, pte);
+		set_pte_at_notify(mm, addr, ptep, pte);
 		folio_remove_rmap_pte(folio, page, vma);
 		if (!folio_mapped(folio))
 			folio_free_swap(folio);
