@@ -33,6 +33,8 @@ awk -v subj="$subject" -v body="$TOP/kernel/cover-letter" '
 # FILE_PATH_CHANGES only asks whether MAINTAINERS needs a new entry for new
 # files; mm/ has a single MAINTAINERS section that already covers mm/ksm/.
 cp_opts=(--strict -q --no-signoff --ignore FILE_PATH_CHANGES)
+# checkpatch's SPDX check needs python3-ply, which Debian's python3 has.
+export PATH=/usr/bin:$PATH
 bad=0
 for p in "$out"/0*.patch; do
 	[ "$p" = "$cover" ] && continue

@@ -176,6 +176,7 @@ struct sp_stats {
 	unsigned long dups;		/* KSM pages beyond the first per content */
 	unsigned long chains;		/* contents with more than one KSM page */
 };
+
 extern struct sp_stats sp_stats;
 extern struct mutex sp_mutex;
 extern wait_queue_head_t sp_thread_wait;
@@ -195,6 +196,7 @@ struct sp_cursor {
 	unsigned long addr;		/* next address to look at */
 	bool saw_vma;			/* @slot had a mergeable VMA */
 };
+
 extern struct sp_cursor sp_cur;
 int sp_scan_init(void);
 int sp_unmerge_all(void);
