@@ -720,3 +720,97 @@ void kid_reply(int reply_fd, char r)
 	if (write(reply_fd, &r, 1) != 1)
 		_exit(3);
 }
+
+long smaps_kb(pid_t pid, const void *addr, const char *field)
+{
+	unsigned long start, end, a = (unsigned long)addr;
+	size_t len = strlen(field);
+	char path[64], line[256];
+	bool in = false;
+	long val = -1;
+	FILE *f;
+
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/smaps", pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/smaps");
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		/* A mapping's header: "start-end perms ...". */
+		if (sscanf(line, "%lx-%lx ", &start, &end) == 2 &&
+		    strchr(line, '-') < strchr(line, ' ')) {
+			if (in)
+				break;
+			in = a >= start && a < end;
+			continue;
+		}
+		if (in && !strncmp(line, field, len) && line[len] == ':') {
+			val = strtol(line + len + 1, NULL, 10);
+			break;
+		}
+	}
+	fclose(f);
+	return val;
+}
+
+long ksm_stat(pid_t pid, const char *key)
+{
+	size_t len = strlen(key);
+	char path[64], line[128];
+	long val = -1;
+	FILE *f;
+
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/ksm_stat", pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/ksm_stat");
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, len) && line[len] == ' ') {
+			val = strtol(line + len + 1, NULL, 10);
+			break;
+		}
+	fclose(f);
+	return val;
+}
+
+unsigned long page_pfn(const void *addr)
+{
+	uint64_t ent = 0;
+	int fd = open("/proc/self/pagemap", O_RDONLY);
+
+	if (fd < 0)
+		return 0;
+	if (pread(fd, &ent, sizeof(ent),
+		  (uintptr_t)addr / page_size * sizeof(ent)) != sizeof(ent))
+		ent = 0;
+	close(fd);
+	/* Bit 63: present; bits 0-54: the PFN. */
+	return ent >> 63 ? ent & ((1ULL << 55) - 1) : 0;
+}
+
+bool ksm_wait_until(bool (*cond)(void *arg), void *arg, int scans)
+{
+	long start = ksm_read("full_scans");
+	double deadline = now() + KSM_WAIT_SECONDS;
+
+	while (!cond(arg)) {
+		if (start < 0 || now() > deadline ||
+		    ksm_read("full_scans") > start + scans) {
+			ktap_diag("condition not met after %ld full scans",
+				  ksm_read("full_scans") - start);
+			return false;
+		}
+		usleep(10000);
+	}
+	return true;
+}
+
+void ktap_skip_named(const char *name, const char *reason)
+{
+	printf("ok %d %s # SKIP %s\n", ++ktap_done, name, reason);
+}

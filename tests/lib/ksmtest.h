@@ -132,4 +132,24 @@ bool kids_wait(struct kids *k);
 char kid_wait_cmd(int cmd_fd);
 void kid_reply(int reply_fd, char r);
 
+/*
+ * Per-process views of KSM, for the ABI tests. @pid 0 means this process.
+ * smaps_kb(): the "@field:" value, in kB, of the /proc/PID/smaps entry of
+ * the mapping that holds @addr; -1 if there is none.
+ * ksm_stat(): the value of line "@key" of /proc/PID/ksm_stat; -1 if absent.
+ * page_pfn(): the PFN mapping @addr (from /proc/self/pagemap, root only);
+ * 0 if the page is not present.
+ */
+long smaps_kb(pid_t pid, const void *addr, const char *field);
+long ksm_stat(pid_t pid, const char *key);
+unsigned long page_pfn(const void *addr);
+/*
+ * Wait until @cond(@arg) holds, checking every 10 ms, for at most @scans
+ * full scans and KSM_WAIT_SECONDS; true if it came to hold. ksmd must run.
+ */
+bool ksm_wait_until(bool (*cond)(void *arg), void *arg, int scans);
+
+/* KTAP: test @name skipped, "ok N name # SKIP reason". */
+void ktap_skip_named(const char *name, const char *reason);
+
 #endif

@@ -173,8 +173,6 @@ struct sp_stats {
 	unsigned long scanned;		/* pages visited, ever */
 	unsigned long skipped;		/* pages smart scan skipped */
 	unsigned long full_scans;
-	unsigned long dups;		/* KSM pages beyond the first per content */
-	unsigned long chains;		/* contents with more than one KSM page */
 };
 
 extern struct sp_stats sp_stats;

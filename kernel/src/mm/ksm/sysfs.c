@@ -63,8 +63,63 @@ SP_COUNTER(pages_sharing, READ_ONCE(sp_stats.sharing));
 SP_COUNTER(pages_unshared, READ_ONCE(sp_stats.unshared));
 SP_COUNTER(pages_skipped, READ_ONCE(sp_stats.skipped));
 SP_COUNTER(full_scans, READ_ONCE(sp_stats.full_scans));
-SP_COUNTER(stable_node_dups, READ_ONCE(sp_stats.dups));
-SP_COUNTER(stable_node_chains, READ_ONCE(sp_stats.chains));
+/*
+ * KSM pages of one content beyond max_page_sharing: mainline keeps them in
+ * a "chain". Here they are nodes of equal hash (and node, when merging
+ * stays within nodes); they are counted when asked, under sp_mutex.
+ */
+static bool sp_same_content(struct sp_knode *a, struct sp_knode *b)
+{
+	return a->hash == b->hash &&
+	       (READ_ONCE(sp_merge_across_nodes) || a->nid == b->nid);
+}
+
+static void sp_count_chains(unsigned long *chains, unsigned long *dups)
+{
+	struct sp_knode *n, *m, *lead;
+	unsigned long i, group;
+
+	*chains = 0;
+	*dups = 0;
+	mutex_lock(&sp_mutex);
+	for (i = 0; i < (1UL << sp_stable.bits); i++) {
+		hlist_for_each_entry(n, &sp_stable.buckets[i], link) {
+			lead = NULL;
+			group = 0;
+			hlist_for_each_entry(m, &sp_stable.buckets[i], link) {
+				if (!sp_same_content(m, n))
+					continue;
+				lead = lead ?: m;
+				group++;
+			}
+			if (group < 2)
+				continue;
+			(*dups)++;
+			*chains += lead == n;
+		}
+	}
+	mutex_unlock(&sp_mutex);
+}
+
+static ssize_t stable_node_chains_show(struct kobject *k,
+				       struct kobj_attribute *a, char *buf)
+{
+	unsigned long chains, dups;
+
+	sp_count_chains(&chains, &dups);
+	return sysfs_emit(buf, "%lu\n", chains);
+}
+SP_ATTR_RO(stable_node_chains);
+
+static ssize_t stable_node_dups_show(struct kobject *k,
+				     struct kobj_attribute *a, char *buf)
+{
+	unsigned long chains, dups;
+
+	sp_count_chains(&chains, &dups);
+	return sysfs_emit(buf, "%lu\n", dups);
+}
+SP_ATTR_RO(stable_node_dups);
 SP_COUNTER(kernel_pages_allocated, READ_ONCE(sp_stats.shared));
 
 static long sp_volatile(void)
