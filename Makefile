@@ -48,8 +48,8 @@ demo: deps
 	@$(S)/boot.sh ksm demo
 
 bench: deps
-	@$(S)/build-kernel.sh stock
-	@$(S)/build-kernel.sh ksm
+	@$(S)/build-kernel.sh stock-bench
+	@$(S)/build-kernel.sh ksm-bench
 	@$(S)/build-guest.sh
 	@$(S)/bench.sh
 

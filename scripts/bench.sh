@@ -38,6 +38,9 @@ esac
 [[ $repeat =~ ^[1-9][0-9]*$ ]] || die "REPEAT is a positive number"
 command -v gnuplot >/dev/null || die "no gnuplot: apt-get install gnuplot-nox"
 flavours=(stock ksm)
+# The kernels booted: build/stock-bench and build/ksm-bench (no debugging);
+# KSUFFIX= boots the test kernels instead.
+KSUFFIX=${KSUFFIX--bench}
 
 # run_dir FLAVOUR N: logs of run N (the first directly in LOGS/FLAVOUR).
 run_dir() {
@@ -49,7 +52,7 @@ boot_one() {
 	local dir start
 	dir=$(run_dir "$1" "$2")
 	start=$(date +%s.%N)
-	LOGS=$dir "$TOP/scripts/boot.sh" "$1" bench
+	LOGS=$dir "$TOP/scripts/boot.sh" "$1$KSUFFIX" bench
 	awk -v s="$start" -v e="$(date +%s.%N)" \
 		'BEGIN { printf "%.1f\n", e - s }' > "$dir/wall"
 	if ! grep -q '^bench done' "$dir/ktap.log" 2>/dev/null; then

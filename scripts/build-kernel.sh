@@ -1,7 +1,9 @@
 #!/bin/bash
 # build-kernel.sh FLAVOUR: configure (tinyconfig + kernel/config/samepage.config)
 # and build one kernel. Flavours: ksm (our series), stock (pristine tree, same
-# config), noksm (our series with CONFIG_KSM off: the negative check).
+# config), noksm (our series with CONFIG_KSM off: the negative check), and
+# ksm-bench, stock-bench (both trees with kernel/config/bench.config, which
+# turns the debugging off, for make bench).
 # The image lands in build/FLAVOUR/bzImage.
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
@@ -25,7 +27,10 @@ fi
 
 mkdir -p "$obj" "$out"
 frags=("$frag")
-[ "$flavour" = ksm ] && frags+=("$TOP/kernel/config/series.config")
+case $flavour in
+ksm) frags+=("$TOP/kernel/config/series.config") ;;
+*-bench) frags+=("$TOP/kernel/config/bench.config") ;;
+esac
 if [ "$flavour" = noksm ]; then
 	printf 'CONFIG_KSM=n\n' > "$obj/noksm.config"
 	frags+=("$obj/noksm.config")

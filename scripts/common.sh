@@ -16,8 +16,8 @@ note() { echo ">> $*" >&2; }
 # src_of FLAVOR: source tree a kernel flavour builds from.
 src_of() {
 	case $1 in
-	stock) echo "$SRC_STOCK" ;;
-	ksm|noksm) echo "$SRC_KSM" ;;
-	*) die "unknown kernel flavour '$1' (ksm, stock, noksm)" ;;
+	stock|stock-bench) echo "$SRC_STOCK" ;;
+	ksm|noksm|ksm-bench) echo "$SRC_KSM" ;;
+	*) die "unknown kernel flavour '$1' (ksm, stock, noksm, ksm-bench, stock-bench)" ;;
 	esac
 }

@@ -51,21 +51,6 @@ static bool nt_cmd(const char *cmd)
 	return write(nt_fd, cmd, len) == len;
 }
 
-/* The PFN at @addr from /proc/self/pagemap; 0 if not present. */
-static unsigned long pfn_of(const void *addr)
-{
-	uint64_t ent = 0;
-	int fd = open("/proc/self/pagemap", O_RDONLY);
-
-	if (fd < 0)
-		return 0;
-	if (pread(fd, &ent, sizeof(ent),
-		  (uintptr_t)addr / page_size * sizeof(ent)) != sizeof(ent))
-		ent = 0;
-	close(fd);
-	return ent >> 63 ? ent & ((1ULL << 55) - 1) : 0;
-}
-
 static bool parse_line(const char *line, struct ev *e)
 {
 	char kind[16];
@@ -334,14 +319,14 @@ int main(void)
 	      PAGES);
 	/* ksmd stays out of the way from here on: no invalidation half done. */
 	CHECK(ksm_pause() == 0, "pause ksmd");
-	kpfn = pfn_of(p);
+	kpfn = page_pfn(p);
 	CHECK(kpfn != 0, "pagemap gives no PFN (not root?)");
 	CHECK(nt_read(&merge), "read the log");
 	CHECK(merge.lost == 0, "%lu events lost", merge.lost);
 	for (int i = 0; i < PAGES; i++) {
 		addr = base + i * page_size;
-		CHECK(pfn_of((void *)addr) == kpfn, "page %d pfn 0x%lx, not 0x%lx",
-		      i, pfn_of((void *)addr), kpfn);
+		CHECK(page_pfn((void *)addr) == kpfn, "page %d pfn 0x%lx, not 0x%lx",
+		      i, page_pfn((void *)addr), kpfn);
 		c = last_change(&merge, addr);
 		CHECK(c, "page %d: no change_pte", i);
 		if (c)
@@ -361,7 +346,7 @@ int main(void)
 	addr = base + COW_PAGE * page_size;
 	CHECK(nt_cmd("clear"), "clear");
 	fill_page(p, COW_PAGE, 77);
-	cpfn = pfn_of((void *)addr);
+	cpfn = page_pfn((void *)addr);
 	CHECK(nt_read(&cow), "read the log");
 	CHECK(cow.lost == 0, "%lu events lost", cow.lost);
 	CHECK(cpfn != 0 && cpfn != kpfn, "copy's pfn 0x%lx, KSM page 0x%lx",
