@@ -26,7 +26,8 @@ mkdir -p "$root"/{bin,dev,proc,sys,tmp,guest/bin,guest/selftests}
 cp "$busybox" "$root/bin/busybox"
 cp "$TOP/tests/init" "$root/init"
 chmod +x "$root/init"
-cp "$TOP/tests/plan" "$root/guest/plan"
+# PLAN=file runs another plan (a subset, while working on a few tests).
+cp "${PLAN:-$TOP/tests/plan}" "$root/guest/plan"
 
 # The kernel's own KSM selftests, built as its Makefile builds them.
 mm=$src/tools/testing/selftests/mm

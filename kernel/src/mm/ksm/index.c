@@ -332,6 +332,23 @@ void sp_stable_del(struct sp_stable_table *t, struct sp_knode *node)
 }
 
 /**
+ * sp_stable_has_twin - is another KSM page of the same hash indexed?
+ * @t: the table
+ * @node: a node in @t
+ *
+ * Return: true if @node is one of a chain (as mainline would call it).
+ */
+bool sp_stable_has_twin(struct sp_stable_table *t, struct sp_knode *node)
+{
+	struct sp_knode *n;
+
+	hlist_for_each_entry(n, sp_stable_bucket(t, node->hash), link)
+		if (n != node && n->hash == node->hash)
+			return true;
+	return false;
+}
+
+/**
  * sp_stable_for_each - call @fn on every KSM page; @fn may remove it
  * @t: the table
  * @fn: the function

@@ -238,6 +238,7 @@ void sp_stable_destroy(struct sp_stable_table *t);
 void sp_stable_add(struct sp_stable_table *t, struct sp_knode *node);
 void sp_stable_del(struct sp_stable_table *t, struct sp_knode *node);
 struct hlist_head *sp_stable_bucket(struct sp_stable_table *t, u32 hash);
+bool sp_stable_has_twin(struct sp_stable_table *t, struct sp_knode *node);
 void sp_stable_for_each(struct sp_stable_table *t,
 			void (*fn)(struct sp_knode *node));
 

@@ -681,6 +681,36 @@ static void sp_prune_orphan(struct sp_knode *node)
 		folio_put(folio);
 }
 
+/*
+ * Chains: KSM pages of one content, more than one because of
+ * max_page_sharing. Every stable_node_chains_prune_millisecs ksmd checks
+ * each of them and drops those whose folio has gone (all sharers copied or
+ * unmapped before ksmd saw it), so that stable_node_dups counts live pages
+ * only. Other stale nodes go when a lookup meets them or, once they have
+ * no sharer left, at the start of a pass.
+ */
+static unsigned long sp_next_prune;
+
+static void sp_prune_stale(struct sp_knode *node)
+{
+	struct folio *folio;
+
+	if (!sp_stable_has_twin(&sp_stable, node))
+		return;
+	folio = sp_node_folio(node, false);	/* frees the node if stale */
+	if (folio)
+		folio_put(folio);
+}
+
+static void sp_prune_chains(void)
+{
+	if (time_before(jiffies, sp_next_prune))
+		return;
+	sp_stable_for_each(&sp_stable, sp_prune_stale);
+	sp_next_prune = jiffies +
+			msecs_to_jiffies(READ_ONCE(sp_chains_prune_ms));
+}
+
 static ktime_t sp_pass_start;
 static u64 sp_pass_cpu;
 
@@ -893,8 +923,10 @@ static int sp_ksmd(void *unused)
 	set_freezable();
 	do {
 		scoped_guard(mutex, &sp_mutex) {
-			if (sp_should_run())
+			if (sp_should_run()) {
 				sp_scan_batch(READ_ONCE(sp_pages_to_scan));
+				sp_prune_chains();
+			}
 		}
 		sp_idle();
 	} while (!kthread_should_stop());
