@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * ksm_abi_trace.c - the ksm tracepoints (include/trace/events/ksm.h) seen
- * through tracefs: a child process that madvises, gets pages merged and
- * exits leaves ksm_enter and ksm_exit for its mm, ksm_merge_with_ksm_page
+ * through tracefs: a child process (entered at fork, as its parent keeps a
+ * mergeable page so that ksmd keeps scanning) that madvises, gets pages
+ * merged and exits leaves ksm_enter and ksm_exit for its mm,
+ * ksm_merge_with_ksm_page
  * and ksm_merge_one_page (mainline emits the latter only when it maps the
  * zero page, so the child has zero-filled pages and use_zero_pages is on)
  * with its mm and no error, and ksmd leaves ksm_start_scan/ksm_stop_scan.
@@ -91,8 +93,8 @@ static int child(void)
 
 struct seen {
 	int count[NR_EVENTS];
-	char mm[64];		/* the child's mm, from its ksm_enter */
-	bool exit_mm, merge_mm, one_mm;
+	char mm[64];		/* the child's mm, from its ksm_exit */
+	bool enter_mm, merge_mm, one_mm;
 };
 
 /* The value after "mm " in @line: hashed pointers, compared as text. */
@@ -106,18 +108,21 @@ static void mm_of(const char *line, char *mm, size_t size)
 	(void)size;
 }
 
-static void read_trace(struct seen *s, pid_t pid)
+static void read_trace(struct seen *s)
 {
-	char line[512], mm[64], me[32];
+	char line[512], mm[64];
 	FILE *f = fopen(TRACEFS "/trace", "r");
 
 	memset(s, 0, sizeof(*s));
 	if (!f)
 		return;
-	snprintf(me, sizeof(me), "-%d ", pid);
-	/* First pass: the child's mm from its ksm_enter. */
+	/*
+	 * First pass: the child's mm, from ksm_exit, the only exit while
+	 * tracing. Not from ksm_enter's pid: the parent is registered, so
+	 * fork() entered the child (mainline's ksm_fork()) in its context.
+	 */
 	while (fgets(line, sizeof(line), f))
-		if (strstr(line, " ksm_enter: ") && strstr(line, me))
+		if (strstr(line, " ksm_exit: "))
 			mm_of(line, s->mm, sizeof(s->mm));
 	rewind(f);
 	while (fgets(line, sizeof(line), f)) {
@@ -133,8 +138,8 @@ static void read_trace(struct seen *s, pid_t pid)
 			mm_of(line, mm, sizeof(mm));
 			if (!s->mm[0] || strcmp(mm, s->mm))
 				continue;
-			if (!strcmp(events[i], "ksm_exit"))
-				s->exit_mm = true;
+			if (!strcmp(events[i], "ksm_enter"))
+				s->enter_mm = true;
 			if (!strcmp(events[i], "ksm_merge_with_ksm_page") &&
 			    strstr(line, "error 0"))
 				s->merge_mm = true;
@@ -149,6 +154,7 @@ static void read_trace(struct seen *s, pid_t pid)
 int main(void)
 {
 	struct seen s;
+	char *keepalive;
 	int status = -1;
 	pid_t pid;
 
@@ -160,6 +166,14 @@ int main(void)
 		return ktap_finish();
 	}
 	CHECK(ksm_reset() == 0, "reset");
+	/*
+	 * A unique page of ours, not inherited, keeps ksmd scanning once the
+	 * child has gone.
+	 */
+	keepalive = map_pages(1);
+	fill_page(keepalive, 0, 0x7acf);
+	madvise(keepalive, page_size, MADV_DONTFORK);
+	CHECK(merge_pages(keepalive, 1) == 0, "madvise");
 	/* Not too many scan events: they must not push the others out. */
 	CHECK(ksm_write("sleep_millisecs", 20) == 0, "sleep_millisecs");
 	CHECK(ksm_write("use_zero_pages", 1) == 0, "use_zero_pages=1");
@@ -178,13 +192,13 @@ int main(void)
 	      WEXITSTATUS(status) == 0, "child status %#x", status);
 	CHECK(ksm_wait_scans(1), "a scan after the exit");
 	trace_write("tracing_on", "0");
-	read_trace(&s, pid);
+	read_trace(&s);
 	for (size_t i = 0; i < NR_EVENTS; i++) {
 		ktap_diag("%s: %d", events[i], s.count[i]);
 		CHECK(s.count[i] > 0, "no %s", events[i]);
 	}
-	CHECK(s.mm[0], "no ksm_enter from the child (pid %d)", pid);
-	CHECK(s.exit_mm, "no ksm_exit for the child's mm %s", s.mm);
+	CHECK(s.mm[0], "no ksm_exit with an mm");
+	CHECK(s.enter_mm, "no ksm_enter for the child's mm %s", s.mm);
 	CHECK(s.merge_mm, "no ksm_merge_with_ksm_page, error 0, for mm %s", s.mm);
 	CHECK(s.one_mm, "no ksm_merge_one_page, error 0, for mm %s", s.mm);
 	for (size_t i = 0; i < NR_EVENTS; i++)
