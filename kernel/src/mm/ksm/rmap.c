@@ -190,6 +190,8 @@ void folio_migrate_ksm(struct folio *newfolio, struct folio *folio)
 		return;
 	VM_WARN_ON_ONCE_FOLIO(node->kpfn != folio_pfn(folio), folio);
 	WRITE_ONCE(node->kpfn, folio_pfn(newfolio));
+	/* Merges stay within a node when asked: follow the folio there. */
+	WRITE_ONCE(node->nid, folio_nid(newfolio));
 	/*
 	 * sp_node_folio() must find the new pfn before it can find the old
 	 * folio no longer pointing at the node.

@@ -70,7 +70,7 @@ struct sp_knode {
 	struct hlist_head sharers;	/* struct sp_sharer */
 	unsigned long kpfn;		/* the folio; migration moves it */
 	u32 hash;			/* content hash */
-	int nid;			/* node of the folio at creation */
+	int nid;			/* node of the folio; migration moves it */
 	unsigned int nr_sharers;
 };
 
@@ -197,6 +197,7 @@ struct sp_cursor {
 
 extern struct sp_cursor sp_cur;
 int sp_scan_init(void);
+void sp_release_orphan(struct sp_knode *node);
 int sp_unmerge_all(void);
 void sp_sharer_drop(struct sp_sharer *sh);
 

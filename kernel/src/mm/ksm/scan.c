@@ -314,11 +314,17 @@ static bool sp_join(struct sp_slot *slot, unsigned long addr,
 	return linked;
 }
 
+/*
+ * A KSM page takes one more sharer when it is on the right node and under
+ * max_page_sharing. An orphan, with no sharer, takes none: its folio may be
+ * on its way out, or poisoned and kept by memory failure for good.
+ */
 static bool sp_may_share(struct sp_knode *node, int nid)
 {
-	if (!READ_ONCE(sp_merge_across_nodes) && node->nid != nid)
+	if (!READ_ONCE(sp_merge_across_nodes) && READ_ONCE(node->nid) != nid)
 		return false;
-	return node->nr_sharers < READ_ONCE(sp_max_page_sharing);
+	return node->nr_sharers &&
+	       node->nr_sharers < READ_ONCE(sp_max_page_sharing);
 }
 
 /* Join an existing KSM page with the same content, if there is one. */
@@ -340,6 +346,7 @@ static bool sp_try_stable(struct sp_slot *slot, unsigned long addr,
 			continue;
 		done = (READ_ONCE(sp_merge_across_nodes) ||
 			folio_nid(kfolio) == nid) &&
+		       !folio_test_hwpoison(kfolio) &&
 		       sp_pages_same(page, &kfolio->page) &&
 		       sp_join(slot, addr, page, kfolio, node);
 		folio_put(kfolio);
@@ -511,6 +518,7 @@ static void sp_adopt(struct sp_slot *slot, unsigned long addr,
 {
 	struct sp_knode *node = sp_folio_node(folio);
 	struct sp_merge_req r = { };
+	struct vm_area_struct *vma;
 	bool linked = false;
 
 	if (!node)
@@ -519,8 +527,9 @@ static void sp_adopt(struct sp_slot *slot, unsigned long addr,
 	if (!r.sh)
 		return;
 	mmap_read_lock(slot->mm);
-	if (sp_mergeable_vma(slot->mm, addr))
-		sp_hold_anon_vma(r.sh, sp_mergeable_vma(slot->mm, addr));
+	vma = sp_mergeable_vma(slot->mm, addr);
+	if (vma)
+		sp_hold_anon_vma(r.sh, vma);
 	mmap_read_unlock(slot->mm);
 	if (r.sh->anon_vma) {
 		folio_lock(folio);
@@ -679,6 +688,33 @@ static void sp_prune_orphan(struct sp_knode *node)
 	folio = sp_node_folio(node, false);	/* frees the node if stale */
 	if (folio)
 		folio_put(folio);
+}
+
+/**
+ * sp_release_orphan - let go of a KSM page that no sharer maps any more
+ * @node: a node of the stable index; the caller holds sp_mutex
+ *
+ * The folio of an orphan may live on without mappings: in the swap cache,
+ * in a per-CPU batch, or held for good after memory failure. Such a folio
+ * is left KSM without a node, which nothing can join and which goes when
+ * its last reference does, and the node is freed. A node whose folio is
+ * still mapped, by a fork ksmd has not seen yet, stays.
+ */
+void sp_release_orphan(struct sp_knode *node)
+{
+	struct folio *folio;
+
+	if (node->nr_sharers)
+		return;
+	folio = sp_node_folio(node, true);	/* frees the node if stale */
+	if (!folio)
+		return;
+	if (!folio_mapped(folio)) {
+		sp_folio_set_node(folio, NULL);
+		sp_knode_free(node);
+	}
+	folio_unlock(folio);
+	folio_put(folio);
 }
 
 /*
@@ -889,7 +925,7 @@ int sp_unmerge_all(void)
 	spin_lock(&sp_slots_lock);
 	sp_cur.slot = NULL;
 	spin_unlock(&sp_slots_lock);
-	sp_stable_for_each(&sp_stable, sp_prune_orphan);
+	sp_stable_for_each(&sp_stable, sp_release_orphan);
 	sp_stats.full_scans = 0;
 	return err;
 }

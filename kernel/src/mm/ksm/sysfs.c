@@ -71,7 +71,8 @@ SP_COUNTER(full_scans, READ_ONCE(sp_stats.full_scans));
 static bool sp_same_content(struct sp_knode *a, struct sp_knode *b)
 {
 	return a->hash == b->hash &&
-	       (READ_ONCE(sp_merge_across_nodes) || a->nid == b->nid);
+	       (READ_ONCE(sp_merge_across_nodes) ||
+		READ_ONCE(a->nid) == READ_ONCE(b->nid));
 }
 
 static void sp_count_chains(unsigned long *chains, unsigned long *dups)
@@ -260,23 +261,6 @@ SP_ATTR_RW(run);
  * (mainline's EBUSY). Orphan KSM pages, with no sharer left, are let go
  * first. Called with sp_mutex held.
  */
-static void sp_release_orphan(struct sp_knode *node)
-{
-	struct folio *folio;
-
-	if (node->nr_sharers)
-		return;
-	folio = sp_node_folio(node, true);
-	if (!folio)
-		return;
-	if (!folio_mapped(folio)) {
-		sp_folio_set_node(folio, NULL);
-		sp_knode_free(node);
-	}
-	folio_unlock(folio);
-	folio_put(folio);
-}
-
 static bool sp_index_busy(void)
 {
 	sp_stable_for_each(&sp_stable, sp_release_orphan);
