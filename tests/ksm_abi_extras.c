@@ -196,9 +196,8 @@ int main(void)
 			"max_kernel_pages_rejects_bad_input",
 		};
 
-		for (int i = 0; i < 4; i++)
-			ktap_skip_named(names[i], "no max_kernel_pages (not samepage)");
-		return ktap_finish();
+		return ktap_skip_all(names, ARRAY_SIZE(names),
+				     "no max_kernel_pages (not samepage)");
 	}
 	atexit(restore_cap);
 	test_max_kernel_pages();

@@ -206,9 +206,8 @@ int main(void)
 			"merge_within_node_only", "merge_across_nodes_restored",
 		};
 
-		for (int i = 0; i < 4; i++)
-			ktap_skip_named(names[i], "needs two NUMA nodes");
-		return ktap_finish();
+		return ktap_skip_all(names, ARRAY_SIZE(names),
+				     "needs two NUMA nodes");
 	}
 	test_across();
 	test_busy();

@@ -10,8 +10,6 @@
  * with its mm and no error, and ksmd leaves ksm_start_scan/ksm_stop_scan.
  * Skipped without tracefs or without events/ksm.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,24 +30,12 @@ static const char *const events[] = {
 };
 #define NR_EVENTS (sizeof(events) / sizeof(events[0]))
 
-static int write_file(const char *path, const char *val)
-{
-	int fd = open(path, O_WRONLY | O_TRUNC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = write(fd, val, strlen(val));
-	close(fd);
-	return n == (ssize_t)strlen(val) ? 0 : -EIO;
-}
-
 static int trace_write(const char *file, const char *val)
 {
 	char path[256];
 
 	snprintf(path, sizeof(path), TRACEFS "/%s", file);
-	return write_file(path, val);
+	return write_file_trunc(path, val);
 }
 
 static int enable_event(const char *event, const char *val)

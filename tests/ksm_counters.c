@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "ksmtest.h"
@@ -103,14 +102,6 @@ static void test_mixed(void)
 	ktap_result(checks_passed(), "duplicates_and_unique_in_one_process");
 }
 
-static double seconds(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /*
  * full_scans counts completed scans while run=1, stands still while run=0
  * (and merged pages stay counted), and run=2 sets it back to 0 along with
@@ -131,9 +122,9 @@ static void test_full_scans(void)
 	CHECK(merge_pages(p, 2 * n) == 0, "madvise");
 	CHECK(ksm_wait_counts(n, n, 0, 0), "merged");
 	before = ksm_read("full_scans");
-	t = seconds();
+	t = monotonic_seconds();
 	CHECK(ksm_wait_scans(3), "scans");
-	t = seconds() - t;
+	t = monotonic_seconds() - t;
 	CHECK(ksm_read("full_scans") >= before + 3, "full_scans %ld -> %ld",
 	      before, ksm_read("full_scans"));
 

@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/klog.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -123,45 +125,12 @@ long read_long(const char *path)
 	return strtol(buf, NULL, 10);
 }
 
-long ksm_read(const char *name)
+int read_file(const char *path, char *buf, size_t size)
 {
-	char path[128];
-
-	snprintf(path, sizeof(path), KSM_DIR "%s", name);
-	return read_long(path);
-}
-
-long ksm_write_raw(const char *name, const char *buf, size_t len)
-{
-	char path[128];
 	ssize_t n;
 	int fd;
 
-	snprintf(path, sizeof(path), KSM_DIR "%s", name);
-	fd = open(path, O_WRONLY);
-	if (fd < 0)
-		return -errno;
-	n = write(fd, buf, len);
-	if (n < 0)
-		n = -errno;
-	close(fd);
-	return n;
-}
-
-int ksm_write_str(const char *name, const char *value)
-{
-	long n = ksm_write_raw(name, value, strlen(value));
-
-	return n < 0 ? n : 0;
-}
-
-int ksm_read_str(const char *name, char *buf, size_t size)
-{
-	char path[128];
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), KSM_DIR "%s", name);
+	buf[0] = '\0';
 	fd = open(path, O_RDONLY);
 	if (fd < 0)
 		return -errno;
@@ -175,6 +144,73 @@ int ksm_read_str(const char *name, char *buf, size_t size)
 	if (n && buf[n - 1] == '\n')
 		buf[n - 1] = '\0';
 	return 0;
+}
+
+/* One write(2) of @len bytes to @path: what it returned, or -errno. */
+static long write_once(const char *path, const char *buf, size_t len,
+		       int flags)
+{
+	ssize_t n;
+	int fd;
+
+	fd = open(path, O_WRONLY | flags);
+	if (fd < 0)
+		return -errno;
+	n = write(fd, buf, len);
+	if (n < 0)
+		n = -errno;
+	close(fd);
+	return n;
+}
+
+static int write_file_flags(const char *path, const char *s, int flags)
+{
+	long n = write_once(path, s, strlen(s), flags);
+
+	if (n < 0)
+		return n;
+	return n == (long)strlen(s) ? 0 : -EIO;
+}
+
+int write_file(const char *path, const char *s)
+{
+	return write_file_flags(path, s, 0);
+}
+
+int write_file_trunc(const char *path, const char *s)
+{
+	return write_file_flags(path, s, O_TRUNC);
+}
+
+long ksm_read(const char *name)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), KSM_DIR "%s", name);
+	return read_long(path);
+}
+
+long ksm_write_raw(const char *name, const char *buf, size_t len)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), KSM_DIR "%s", name);
+	return write_once(path, buf, len, 0);
+}
+
+int ksm_write_str(const char *name, const char *value)
+{
+	long n = ksm_write_raw(name, value, strlen(value));
+
+	return n < 0 ? n : 0;
+}
+
+int ksm_read_str(const char *name, char *buf, size_t size)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), KSM_DIR "%s", name);
+	return read_file(path, buf, size);
 }
 
 int ksm_write(const char *name, long value)
@@ -253,7 +289,7 @@ int ksm_reset(void)
 	return ksm_write("run", 1);
 }
 
-static double now(void)
+double monotonic_seconds(void)
 {
 	struct timespec ts;
 
@@ -264,12 +300,12 @@ static double now(void)
 bool ksm_wait_scans(int scans)
 {
 	long target = ksm_read("full_scans") + scans;
-	double deadline = now() + KSM_WAIT_SECONDS;
+	double deadline = monotonic_seconds() + KSM_WAIT_SECONDS;
 
 	if (target < scans)
 		return false;	/* no KSM */
 	while (ksm_read("full_scans") < target) {
-		if (now() > deadline) {
+		if (monotonic_seconds() > deadline) {
 			ktap_diag("timed out waiting for %d full scans", scans);
 			return false;
 		}
@@ -281,11 +317,11 @@ bool ksm_wait_scans(int scans)
 bool ksm_wait_counter(const char *name, long value)
 {
 	long start = ksm_read("full_scans");
-	double deadline = now() + KSM_WAIT_SECONDS;
+	double deadline = monotonic_seconds() + KSM_WAIT_SECONDS;
 
 	/* Bounded in full scans too: a value not reached in 20 never will. */
 	while (ksm_read(name) != value) {
-		if (start < 0 || now() > deadline ||
+		if (start < 0 || monotonic_seconds() > deadline ||
 		    ksm_read("full_scans") > start + 20) {
 			ktap_diag("%s is %ld, want %ld", name, ksm_read(name),
 				  value);
@@ -327,7 +363,7 @@ static bool counts_are(const struct ksm_counts *c, long shared, long sharing,
 
 bool ksm_wait_counts(long shared, long sharing, long unshared, long volatile_)
 {
-	double deadline = now() + KSM_WAIT_SECONDS;
+	double deadline = monotonic_seconds() + KSM_WAIT_SECONDS;
 	struct ksm_counts c;
 	long start = ksm_read("full_scans");
 
@@ -342,7 +378,8 @@ bool ksm_wait_counts(long shared, long sharing, long unshared, long volatile_)
 		if (counts_are(&c, shared, sharing, unshared, volatile_))
 			return true;
 		/* Bounded in full scans too: a state not reached in 20 never will. */
-		if (now() > deadline || c.full_scans > start + 20) {
+		if (monotonic_seconds() > deadline ||
+		    c.full_scans > start + 20) {
 			ksm_diag_rmap_items();
 			ktap_diag("shared %ld sharing %ld unshared %ld volatile %ld after %ld scans, want %ld %ld %ld %ld",
 				  c.shared, c.sharing, c.unshared, c.volatile_,
@@ -465,7 +502,7 @@ static void ksm_kick(void)
 
 bool ksm_step(void)
 {
-	double deadline = now() + KSM_WAIT_SECONDS, rekick;
+	double deadline = monotonic_seconds() + KSM_WAIT_SECONDS, rekick;
 	long scans = ksm_read("full_scans");
 
 	if (scans < 0)
@@ -481,7 +518,7 @@ bool ksm_step(void)
 			if (ksmd_state() == 'S' && ksm_read("full_scans") == scans)
 				break;
 		}
-		if (now() > deadline) {
+		if (monotonic_seconds() > deadline) {
 			ktap_diag("ksmd never went idle");
 			return false;
 		}
@@ -489,16 +526,16 @@ bool ksm_step(void)
 		scans = ksm_read("full_scans");
 	}
 	ksm_kick();
-	rekick = now() + 3;
+	rekick = monotonic_seconds() + 3;
 	while (ksm_read("full_scans") == scans) {
-		if (now() > deadline) {
+		if (monotonic_seconds() > deadline) {
 			ktap_diag("ksmd did not scan when kicked");
 			return false;
 		}
-		if (now() > rekick) {
+		if (monotonic_seconds() > rekick) {
 			ktap_diag("kicking ksmd again");
 			ksm_kick();
-			rekick = now() + 3;
+			rekick = monotonic_seconds() + 3;
 		}
 		usleep(1000);
 	}
@@ -509,13 +546,13 @@ bool ksm_step(void)
 	return true;
 }
 
-long vmstat(const char *key)
+long key_value(const char *path, const char *key)
 {
 	char name[64];
 	long val;
 	FILE *f;
 
-	f = fopen("/proc/vmstat", "r");
+	f = fopen(path, "r");
 	if (!f)
 		return -1;
 	while (fscanf(f, "%63s %ld", name, &val) == 2) {
@@ -528,7 +565,12 @@ long vmstat(const char *key)
 	return -1;
 }
 
-void *map_pages(size_t pages)
+long vmstat(const char *key)
+{
+	return key_value("/proc/vmstat", key);
+}
+
+void *map_unfaulted(size_t pages)
 {
 	void *p = mmap(NULL, pages * page_size, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -539,6 +581,13 @@ void *map_pages(size_t pages)
 	}
 	/* Small pages only: THP is a test of its own. */
 	madvise(p, pages * page_size, MADV_NOHUGEPAGE);
+	return p;
+}
+
+void *map_pages(size_t pages)
+{
+	void *p = map_unfaulted(pages);
+
 	memset(p, 0, pages * page_size);
 	return p;
 }
@@ -721,6 +770,15 @@ void kid_reply(int reply_fd, char r)
 		_exit(3);
 }
 
+/* /proc/PID/@file, or /proc/self/@file for @pid 0. */
+static void proc_path(char *path, size_t size, pid_t pid, const char *file)
+{
+	if (pid)
+		snprintf(path, size, "/proc/%d/%s", pid, file);
+	else
+		snprintf(path, size, "/proc/self/%s", file);
+}
+
 long smaps_kb(pid_t pid, const void *addr, const char *field)
 {
 	unsigned long start, end, a = (unsigned long)addr;
@@ -730,10 +788,7 @@ long smaps_kb(pid_t pid, const void *addr, const char *field)
 	long val = -1;
 	FILE *f;
 
-	if (pid)
-		snprintf(path, sizeof(path), "/proc/%d/smaps", pid);
-	else
-		snprintf(path, sizeof(path), "/proc/self/smaps");
+	proc_path(path, sizeof(path), pid, "smaps");
 	f = fopen(path, "r");
 	if (!f)
 		return -1;
@@ -762,10 +817,7 @@ long ksm_stat(pid_t pid, const char *key)
 	long val = -1;
 	FILE *f;
 
-	if (pid)
-		snprintf(path, sizeof(path), "/proc/%d/ksm_stat", pid);
-	else
-		snprintf(path, sizeof(path), "/proc/self/ksm_stat");
+	proc_path(path, sizeof(path), pid, "ksm_stat");
 	f = fopen(path, "r");
 	if (!f)
 		return -1;
@@ -778,28 +830,42 @@ long ksm_stat(pid_t pid, const char *key)
 	return val;
 }
 
-unsigned long page_pfn(const void *addr)
+uint64_t pagemap_entry(pid_t pid, const void *addr)
 {
 	uint64_t ent = 0;
-	int fd = open("/proc/self/pagemap", O_RDONLY);
+	char path[64];
+	int fd;
 
+	proc_path(path, sizeof(path), pid, "pagemap");
+	fd = open(path, O_RDONLY);
 	if (fd < 0)
 		return 0;
 	if (pread(fd, &ent, sizeof(ent),
 		  (uintptr_t)addr / page_size * sizeof(ent)) != sizeof(ent))
 		ent = 0;
 	close(fd);
-	/* Bit 63: present; bits 0-54: the PFN. */
-	return ent >> 63 ? ent & ((1ULL << 55) - 1) : 0;
+	return ent;
+}
+
+unsigned long pid_pfn(pid_t pid, const void *addr)
+{
+	uint64_t ent = pagemap_entry(pid, addr);
+
+	return ent & PM_PRESENT ? ent & PM_PFN_MASK : 0;
+}
+
+unsigned long page_pfn(const void *addr)
+{
+	return pid_pfn(0, addr);
 }
 
 bool ksm_wait_until(bool (*cond)(void *arg), void *arg, int scans)
 {
 	long start = ksm_read("full_scans");
-	double deadline = now() + KSM_WAIT_SECONDS;
+	double deadline = monotonic_seconds() + KSM_WAIT_SECONDS;
 
 	while (!cond(arg)) {
-		if (start < 0 || now() > deadline ||
+		if (start < 0 || monotonic_seconds() > deadline ||
 		    ksm_read("full_scans") > start + scans) {
 			ktap_diag("condition not met after %ld full scans",
 				  ksm_read("full_scans") - start);
@@ -813,4 +879,79 @@ bool ksm_wait_until(bool (*cond)(void *arg), void *arg, int scans)
 void ktap_skip_named(const char *name, const char *reason)
 {
 	printf("ok %d %s # SKIP %s\n", ++ktap_done, name, reason);
+}
+
+int ktap_skip_all(const char *const *names, size_t n, const char *why)
+{
+	for (size_t i = 0; i < n; i++)
+		ktap_skip_named(names[i], why);
+	return ktap_finish();
+}
+
+/* Does @line look like part of a splat? */
+static bool splat_line(const char *line)
+{
+	static const char *const pat[] = {
+		"BUG:", "WARNING:", "INFO: possible", "suspicious RCU usage",
+		"Oops", "Kernel panic", "general protection fault",
+		"Call Trace:", "soft lockup", "hard LOCKUP",
+		"blocked for more than",
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(pat); i++)
+		if (strstr(line, pat[i]))
+			return true;
+	return false;
+}
+
+int kernel_splats(void)
+{
+	int size = klogctl(10, NULL, 0), n, count = 0;
+	char *buf, *line, *next;
+
+	if (size <= 0)
+		return 0;
+	buf = malloc(size + 1);
+	if (!buf)
+		return 0;
+	n = klogctl(3, buf, size);
+	if (n < 0)
+		n = 0;
+	buf[n] = '\0';
+	for (line = buf; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		count += splat_line(line);
+	}
+	free(buf);
+	return count;
+}
+
+bool ksm_wait_scans_with_page(int scans, unsigned int seed, size_t n)
+{
+	char *p = map_pages(1);
+	bool ok;
+
+	fill_pattern(p, seed, n);
+	ok = merge_pages(p, 1) == 0 && ksm_wait_scans(scans);
+	munmap(p, page_size);
+	return ok;
+}
+
+int memcg_create(const char *dir)
+{
+	char buf[256];
+	int err;
+
+	read_file(CGROUP_ROOT "/cgroup.controllers", buf, sizeof(buf));
+	if (!strstr(buf, "memory"))
+		return -ENOENT;
+	err = write_file(CGROUP_ROOT "/cgroup.subtree_control", "+memory");
+	if (err)
+		return err;
+	if (mkdir(dir, 0755) && errno != EEXIST)
+		return -errno;
+	snprintf(buf, sizeof(buf), "%s/memory.reclaim", dir);
+	return access(buf, W_OK) ? -errno : 0;
 }

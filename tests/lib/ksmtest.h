@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * ksmtest.h - helpers shared by the samepage guest tests: KTAP output,
- * /sys/kernel/mm/ksm access, bounded waits on full_scans, page patterns.
+ * /sys/kernel/mm/ksm access, bounded waits on full_scans, page patterns,
+ * /proc views of a process, the kernel log, memory cgroups.
  */
 #ifndef KSMTEST_H
 #define KSMTEST_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #define KSM_DIR "/sys/kernel/mm/ksm/"
@@ -83,11 +85,22 @@ bool ksm_step(void);
 
 /* Read a number from an arbitrary file; -1 on error. */
 long read_long(const char *path);
-/* The value of "key value" line @key in /proc/vmstat; -1 if absent. */
+/* @path's content without its trailing newline ("" on error); 0 or -errno. */
+int read_file(const char *path, char *buf, size_t size);
+/* One write(2) of @s to @path: 0, -errno, or -EIO if it fell short. */
+int write_file(const char *path, const char *s);
+/* write_file(), opening with O_TRUNC (which clears tracefs "trace"). */
+int write_file_trunc(const char *path, const char *s);
+/* Seconds on CLOCK_MONOTONIC. */
+double monotonic_seconds(void);
+/* The value of "key value" line @key in file @path; -1 if absent. */
+long key_value(const char *path, const char *key);
+/* key_value() of /proc/vmstat. */
 long vmstat(const char *key);
 
 /* Memory */
 void *map_pages(size_t pages);	/* anonymous private, faulted in, aborts on failure */
+void *map_unfaulted(size_t pages);	/* the same, not faulted in */
 int merge_pages(void *addr, size_t pages);	/* MADV_MERGEABLE; 0 or -errno */
 /* Fill the page at @page with the pattern (@seed, @n); does it hold it? */
 void fill_pattern(void *page, unsigned int seed, size_t n);
@@ -137,11 +150,18 @@ void kid_reply(int reply_fd, char r);
  * smaps_kb(): the "@field:" value, in kB, of the /proc/PID/smaps entry of
  * the mapping that holds @addr; -1 if there is none.
  * ksm_stat(): the value of line "@key" of /proc/PID/ksm_stat; -1 if absent.
- * page_pfn(): the PFN mapping @addr (from /proc/self/pagemap, root only);
- * 0 if the page is not present.
+ * pagemap_entry(): the /proc/PID/pagemap entry of @addr (PFNs and swap
+ * entries only for root); 0 if it cannot be read.
+ * pid_pfn(): the PFN mapping @addr; 0 if the page is not present.
+ * page_pfn(): pid_pfn() of this process.
  */
 long smaps_kb(pid_t pid, const void *addr, const char *field);
 long ksm_stat(pid_t pid, const char *key);
+#define PM_PRESENT	(1ULL << 63)
+#define PM_SWAP		(1ULL << 62)
+#define PM_PFN_MASK	((1ULL << 55) - 1)
+uint64_t pagemap_entry(pid_t pid, const void *addr);
+unsigned long pid_pfn(pid_t pid, const void *addr);
 unsigned long page_pfn(const void *addr);
 /*
  * Wait until @cond(@arg) holds, checking every 10 ms, for at most @scans
@@ -151,5 +171,23 @@ bool ksm_wait_until(bool (*cond)(void *arg), void *arg, int scans);
 
 /* KTAP: test @name skipped, "ok N name # SKIP reason". */
 void ktap_skip_named(const char *name, const char *reason);
+/* KTAP: skip each of the @n tests @names for @why; returns ktap_finish(). */
+int ktap_skip_all(const char *const *names, size_t n, const char *why);
+
+/* Lines of the kernel log that look like a splat (as scripts/ktap.sh). */
+int kernel_splats(void);
+/*
+ * Wait for @scans more full scans with a mergeable page of pattern
+ * (@seed, @n) mapped meanwhile: ksmd scans only while some mm is
+ * registered. False on failure or timeout.
+ */
+bool ksm_wait_scans_with_page(int scans, unsigned int seed, size_t n);
+
+#define CGROUP_ROOT "/sys/fs/cgroup"
+/*
+ * Make @dir (a path below CGROUP_ROOT) a cgroup with the memory controller
+ * and memory.reclaim: 0, -ENOENT without the memory controller, or -errno.
+ */
+int memcg_create(const char *dir);
 
 #endif
