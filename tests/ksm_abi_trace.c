@@ -4,9 +4,9 @@
  * through tracefs: a child process (entered at fork, as its parent keeps a
  * mergeable page so that ksmd keeps scanning) that madvises, gets pages
  * merged and exits leaves ksm_enter and ksm_exit for its mm,
- * ksm_merge_with_ksm_page
- * and ksm_merge_one_page (mainline emits the latter only when it maps the
- * zero page, so the child has zero-filled pages and use_zero_pages is on)
+ * ksm_merge_with_ksm_page and ksm_merge_one_page (mainline emits the
+ * latter only when it maps the zero page, so the child has zero-filled
+ * pages and use_zero_pages is on)
  * with its mm and no error, and ksmd leaves ksm_start_scan/ksm_stop_scan.
  * Skipped without tracefs or without events/ksm.
  */

@@ -894,8 +894,8 @@ static bool splat_line(const char *line)
 	static const char *const pat[] = {
 		"BUG:", "WARNING:", "INFO: possible", "suspicious RCU usage",
 		"Oops", "Kernel panic", "general protection fault",
-		"Call Trace:", "soft lockup", "hard LOCKUP",
-		"blocked for more than",
+		"Call Trace:", "KASAN", "UBSAN", "soft lockup", "hard LOCKUP",
+		"self-detected stall", "blocked for more than",
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(pat); i++)

@@ -679,15 +679,19 @@ static struct page *sp_find_in_mm(struct mm_struct *mm, unsigned long *addrp)
 	return NULL;
 }
 
-static void sp_prune_orphan(struct sp_knode *node)
+/* Free @node if its folio has gone. */
+static void sp_drop_if_stale(struct sp_knode *node)
 {
-	struct folio *folio;
+	struct folio *folio = sp_node_folio(node, false);
 
-	if (node->nr_sharers)
-		return;
-	folio = sp_node_folio(node, false);	/* frees the node if stale */
 	if (folio)
 		folio_put(folio);
+}
+
+static void sp_prune_orphan(struct sp_knode *node)
+{
+	if (!node->nr_sharers)
+		sp_drop_if_stale(node);
 }
 
 /**
@@ -729,13 +733,8 @@ static unsigned long sp_next_prune;
 
 static void sp_prune_stale(struct sp_knode *node)
 {
-	struct folio *folio;
-
-	if (!sp_stable_has_twin(&sp_stable, node))
-		return;
-	folio = sp_node_folio(node, false);	/* frees the node if stale */
-	if (folio)
-		folio_put(folio);
+	if (sp_stable_has_twin(&sp_stable, node))
+		sp_drop_if_stale(node);
 }
 
 static void sp_prune_chains(void)
