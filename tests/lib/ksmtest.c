@@ -100,6 +100,11 @@ bool check_(bool cond, const char *expr, const char *file, int line,
 	return false;
 }
 
+bool checks_passed_so_far(void)
+{
+	return !check_failed;
+}
+
 bool checks_passed(void)
 {
 	bool ok = !check_failed;
@@ -500,34 +505,38 @@ static void ksm_kick(void)
 	ksm_resume();
 }
 
-bool ksm_step(void)
+/*
+ * Wait until ksmd is in one of its two interruptible waits (run=0, or
+ * between batches) with @counter unchanged since, not between a batch and
+ * a wait, where a kick would be lost. Returns the counter's value then.
+ */
+static long ksm_wait_idle(const char *counter, double deadline)
 {
-	double deadline = monotonic_seconds() + KSM_WAIT_SECONDS, rekick;
-	long scans = ksm_read("full_scans");
+	long before = ksm_read(counter);
 
-	if (scans < 0)
-		return false;
-	/*
-	 * Interruptible sleep, with no scan since: ksmd is in one of its two
-	 * waits (run=0, or between batches), not between a batch and a wait,
-	 * where a kick would be lost.
-	 */
 	for (;;) {
 		if (ksmd_state() == 'S') {
 			usleep(1000);
-			if (ksmd_state() == 'S' && ksm_read("full_scans") == scans)
-				break;
+			if (ksmd_state() == 'S' && ksm_read(counter) == before)
+				return before;
 		}
 		if (monotonic_seconds() > deadline) {
 			ktap_diag("ksmd never went idle");
-			return false;
+			return -1;
 		}
 		usleep(1000);
-		scans = ksm_read("full_scans");
+		before = ksm_read(counter);
 	}
+}
+
+/* Kick ksmd and wait until @counter moves from @before. */
+static bool ksm_kick_until(const char *counter, long before, double deadline)
+{
+	double rekick;
+
 	ksm_kick();
 	rekick = monotonic_seconds() + 3;
-	while (ksm_read("full_scans") == scans) {
+	while (ksm_read(counter) == before) {
 		if (monotonic_seconds() > deadline) {
 			ktap_diag("ksmd did not scan when kicked");
 			return false;
@@ -539,11 +548,31 @@ bool ksm_step(void)
 		}
 		usleep(1000);
 	}
+	return true;
+}
+
+bool ksm_step(void)
+{
+	double deadline = monotonic_seconds() + KSM_WAIT_SECONDS;
+	long scans = ksm_wait_idle("full_scans", deadline);
+
+	if (scans < 0 || !ksm_kick_until("full_scans", scans, deadline))
+		return false;
 	if (ksm_read("full_scans") != scans + 1) {
 		ktap_diag("one kick, %ld full scans", ksm_read("full_scans") - scans);
 		return false;
 	}
 	return true;
+}
+
+bool ksm_step_batch(void)
+{
+	double deadline = monotonic_seconds() + KSM_WAIT_SECONDS;
+	long scanned = ksm_wait_idle("pages_scanned", deadline);
+
+	if (scanned < 0 || !ksm_kick_until("pages_scanned", scanned, deadline))
+		return false;
+	return ksm_wait_idle("pages_scanned", deadline) >= 0;
 }
 
 long key_value(const char *path, const char *key)

@@ -35,6 +35,8 @@ bool check_(bool cond, const char *expr, const char *file, int line,
 	    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 /* Did every CHECK since the last call pass? Resets the record. */
 bool checks_passed(void);
+/* Has every CHECK since the last checks_passed() passed? Resets nothing. */
+bool checks_passed_so_far(void);
 
 /* sysfs; ksm_read() returns -1 when the file cannot be read. */
 long ksm_read(const char *name);
@@ -82,6 +84,12 @@ void ksm_diag_rmap_items(void);
  */
 int ksm_step_mode(void);
 bool ksm_step(void);
+/*
+ * Step mode, one batch of pages_to_scan pages: returns once ksmd has
+ * scanned and gone idle again. A batch that only skips pages (smart scan)
+ * or ends the pass before visiting one is not seen, and times out.
+ */
+bool ksm_step_batch(void);
 
 /* Read a number from an arbitrary file; -1 on error. */
 long read_long(const char *path);

@@ -24,8 +24,11 @@
 #define CREATE_TRACE_POINTS
 #include <trace/events/ksm.h>
 
-/* Tunables: the defaults are mainline's. */
-unsigned long sp_run = SP_RUN_STOP;
+/*
+ * Tunables: the defaults are mainline's. Without sysfs nobody could start
+ * ksmd, so it runs from boot.
+ */
+unsigned long sp_run = IS_ENABLED(CONFIG_SYSFS) ? SP_RUN_STOP : SP_RUN_MERGE;
 unsigned int sp_pages_to_scan = 100;
 unsigned int sp_sleep_ms = 20;
 unsigned int sp_max_page_sharing = 256;
@@ -100,13 +103,14 @@ int __ksm_enter(struct mm_struct *mm)
 	was_empty = list_empty(&sp_slots);
 	hash_add(sp_mm_hash, &slot->hnode, (unsigned long)mm);
 	/*
-	 * Next after the cursor, so that the pass in progress sees the new
-	 * mm and its duplicates merge in the next one, two full scans from
-	 * now as with an idle ksmd; at the end during run=2, which walks the
-	 * list from the start.
+	 * Just before the cursor, where the pass in progress has been
+	 * already, as mainline puts it: a new mm waits for the next pass,
+	 * so that a fork followed at once by exec costs ksmd nothing. At
+	 * the end of the list between passes, and during run=2, whose walk
+	 * must not miss it.
 	 */
 	if (sp_cur.slot && !(READ_ONCE(sp_run) & SP_RUN_UNMERGE))
-		list_add(&slot->list, &sp_cur.slot->list);
+		list_add_tail(&slot->list, &sp_cur.slot->list);
 	else
 		list_add_tail(&slot->list, &sp_slots);
 	spin_unlock(&sp_slots_lock);

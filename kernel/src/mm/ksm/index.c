@@ -178,6 +178,23 @@ void sp_cand_free(struct sp_cand_table *t)
 }
 
 /**
+ * sp_index_bytes - the memory the candidate and stable tables take now
+ *
+ * Read without sp_mutex, for general_profit: a table being resized may be
+ * counted at either size.
+ *
+ * Return: bytes.
+ */
+unsigned long sp_index_bytes(void)
+{
+	unsigned long cands = 0;
+
+	if (READ_ONCE(sp_cands.slots))
+		cands = sizeof(u64) << READ_ONCE(sp_cands.bits);
+	return cands + (sizeof(struct hlist_head) << READ_ONCE(sp_stable.bits));
+}
+
+/**
  * sp_probe_start - begin a lookup of @hash in the candidate table
  * @p: the probe state
  * @t: the table

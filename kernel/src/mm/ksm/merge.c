@@ -423,18 +423,6 @@ int sp_merge_into(struct vm_area_struct *vma, struct page *page,
 }
 
 /**
- * sp_merge_zero - map the zero page in place of an all-zero page
- * @vma: the VMA of @page, mmap_lock held
- * @page: the page, referenced
- *
- * Return: 0 when merged.
- */
-int sp_merge_zero(struct vm_area_struct *vma, struct page *page)
-{
-	return sp_merge_into(vma, page, ZERO_PAGE(0));
-}
-
-/**
  * sp_pages_same - do two pages hold the same bytes?
  * @a: a page
  * @b: another page

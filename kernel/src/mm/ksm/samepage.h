@@ -3,12 +3,13 @@
  * samepage: kernel samepage merging, internal interfaces.
  *
  * The pieces, one file each:
- *   core.c   registering mms (madvise, prctl, fork, exit) and boot
- *   scan.c   ksmd and the visit of each page: the per-page state machine
- *   index.c  the content index: KSM pages and this pass's candidates
- *   merge.c  write-protecting, merging and unsharing pages
- *   rmap.c   the rmap side: walks, migration, swap-in, memory failure
- *   sysfs.c  /sys/kernel/mm/ksm and the per-process profit
+ *   core.c     registering mms (madvise, prctl, fork, exit) and boot
+ *   scan.c     ksmd and the visit of each page: the per-page state machine
+ *   index.c    the content index: KSM pages and this pass's candidates
+ *   merge.c    write-protecting, merging and unsharing pages
+ *   rmap.c     the rmap side: walks, migration, swap-in, memory failure
+ *   advisor.c  the scan-time advisor, which retunes pages_to_scan
+ *   sysfs.c    /sys/kernel/mm/ksm and the per-process profit
  *
  * Data model. Every mm that ever asked for merging has a struct sp_slot.
  * Its xarray "pages", indexed by virtual page number, holds what ksmd
@@ -156,13 +157,15 @@ extern bool sp_smart_scan;
 extern unsigned int sp_chains_prune_ms;
 extern unsigned long sp_max_kernel_pages;
 
-/* The scan-time advisor. */
+/* advisor.c: the scan-time advisor and its tunables. */
 extern bool sp_advisor_on;
-extern unsigned long sp_advisor_max_cpu;
+extern unsigned int sp_advisor_max_cpu;
 extern unsigned long sp_advisor_min_pages_to_scan;
 extern unsigned long sp_advisor_max_pages_to_scan;
 extern unsigned long sp_advisor_target_scan_time;
 void sp_advisor_defaults(void);
+void sp_advisor_pass_begin(void);
+void sp_advisor_pass_end(void);
 
 /* Counters, under sp_mutex (read without it by sysfs). */
 struct sp_stats {
@@ -246,6 +249,7 @@ void sp_stable_for_each(struct sp_stable_table *t,
 extern struct sp_cand_table sp_cands;
 extern struct sp_stable_table sp_stable;
 int sp_index_init(void);
+unsigned long sp_index_bytes(void);
 
 /* sysfs.c */
 int sp_sysfs_init(void);
@@ -263,7 +267,6 @@ struct vm_area_struct *sp_mergeable_vma(struct mm_struct *mm,
 int sp_unshare(struct vm_area_struct *vma, unsigned long addr);
 int sp_unshare_range(struct vm_area_struct *vma, unsigned long start,
 		     unsigned long end);
-int sp_merge_zero(struct vm_area_struct *vma, struct page *page);
 int sp_make_ksm(struct vm_area_struct *vma, struct page *page,
 		struct sp_knode *node);
 int sp_merge_into(struct vm_area_struct *vma, struct page *page,

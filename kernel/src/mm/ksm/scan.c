@@ -26,7 +26,6 @@
 #include <linux/pagewalk.h>
 #include <linux/rmap.h>
 #include <linux/sched/mm.h>
-#include <linux/sched/cputime.h>
 #include <linux/slab.h>
 #include <linux/swap.h>
 
@@ -109,7 +108,6 @@ static void sp_sharer_unlink(struct sp_sharer *sh)
 	else
 		sp_stats.shared--;
 	sh->slot->mm->ksm_merging_pages--;
-	trace_ksm_remove_rmap_item(node->kpfn, sh, sh->slot->mm);
 	sp_entry_set(sh->slot, sh->addr >> PAGE_SHIFT, NULL);
 }
 
@@ -135,11 +133,18 @@ void sp_knode_free(struct sp_knode *node)
 	struct hlist_node *tmp;
 	struct sp_sharer *sh;
 
-	trace_ksm_remove_ksm_page(node->kpfn);
 	hlist_for_each_entry_safe(sh, tmp, &node->sharers, link) {
+		/*
+		 * Mainline traces the teardown of each mapping but the one
+		 * that made the page shared: the oldest, last in the list.
+		 */
+		if (tmp)
+			trace_ksm_remove_rmap_item(node->kpfn, sh,
+						   sh->slot->mm);
 		sp_sharer_unlink(sh);
 		sp_sharer_free(sh);
 	}
+	trace_ksm_remove_ksm_page(node->kpfn);
 	sp_stable_del(&sp_stable, node);
 	kmem_cache_free(sp_node_cache, node);
 }
@@ -179,43 +184,52 @@ static void sp_forget(struct sp_slot *slot, unsigned long from,
 	}
 }
 
-/* The smart-scan age of a page that stayed unmerged, and its skips. */
-static unsigned int sp_age_next(unsigned long st)
+/*
+ * Smart scan, on mainline's schedule. Each visit of a page that is not KSM
+ * makes it one older (the count stops at SP_ST_AGE_MAX: from age 9 on the
+ * schedule no longer changes). Pages younger than 3 visits are always
+ * read. After that, a visit that finds no skip left reads the page and
+ * grants the next visits as skips, more of them the older the page: an
+ * unchanged unique page is read at visits 1 to 4, 6, 9, 14, then every
+ * ninth. A skipped visit drops the page from the candidates, and counts
+ * neither in pages_scanned nor against pages_to_scan.
+ */
+#define SP_ST_AGE_MAX	GENMASK(SP_ST_AGE_BITS - 1, 0)
+#define SP_SMART_YOUNG	3
+
+static unsigned int sp_skips_granted(unsigned int age)
 {
-	return min_t(unsigned int, sp_st_age(st) + 1,
-		     GENMASK(SP_ST_AGE_BITS - 1, 0));
+	static const u8 grant[] = { 1, 1, 1, 1, 2, 2, 4, 4, 4 };
+
+	return age < ARRAY_SIZE(grant) ? grant[age] : 8;
 }
 
-static unsigned int sp_skips_for(unsigned int age)
+/*
+ * Age state word @st by one visit: returns the new word, and whether this
+ * visit is skipped in *@skip. Without smart scan nothing ages.
+ */
+static unsigned long sp_smart_age(unsigned long st, bool *skip)
 {
-	if (age < 3)
-		return 0;
-	if (age < 6)
-		return 1;
-	return age < 9 ? 3 : 7;
-}
-
-/* Should this visit be skipped? A skipped page is no candidate. */
-static bool sp_smart_skip(struct sp_slot *slot, unsigned long vpn,
-			  unsigned long st)
-{
+	unsigned int age = sp_st_age(st), left = sp_st_skip(st);
 	struct sp_content c = { sp_st_hash(st), sp_st_sum(st) };
-	unsigned int skip = sp_st_skip(st);
 
-	if (!READ_ONCE(sp_smart_scan) || !skip)
-		return false;
-	sp_set_state(slot, vpn, sp_st_make(c, false, sp_st_age(st), skip - 1));
-	sp_stats.skipped++;
-	return true;
+	*skip = false;
+	if (!READ_ONCE(sp_smart_scan))
+		return st;
+	if (age >= SP_SMART_YOUNG) {
+		*skip = left;
+		left = left ? left - 1 : sp_skips_granted(age);
+	}
+	age = min_t(unsigned int, age + 1, SP_ST_AGE_MAX);
+	return sp_st_make(c, sp_st_cand(st) && !*skip, age, left);
 }
 
-/* Remember a page that stays unmerged after this visit. */
+/* Remember a page that stays unmerged after this visit; @st is aged. */
 static void sp_keep(struct sp_slot *slot, unsigned long vpn,
 		    struct sp_content c, bool cand, unsigned long st)
 {
-	unsigned int age = sp_age_next(st);
-
-	sp_set_state(slot, vpn, sp_st_make(c, cand, age, sp_skips_for(age)));
+	sp_set_state(slot, vpn, sp_st_make(c, cand, sp_st_age(st),
+					   sp_st_skip(st)));
 }
 
 /* Run @fn on the mergeable VMA of @addr in @mm, with mmap_lock. */
@@ -265,20 +279,30 @@ static void sp_unshare_at(struct sp_slot *slot, unsigned long addr)
 	sp_with_vma(slot->mm, addr, sp_unshare_fn, &addr);
 }
 
-static int sp_zero_fn(struct vm_area_struct *vma, void *arg)
-{
-	return sp_merge_zero(vma, arg);
-}
-
-/* An all-zero page becomes KSM's zero page, when so configured. */
+/*
+ * An all-zero page becomes the zero page of its address, when so
+ * configured. As in mainline, every attempt is traced, with the zero
+ * page's pfn; the visit is done when it merged or the VMA has gone.
+ */
 static bool sp_try_zero(struct sp_slot *slot, unsigned long addr,
 			struct page *page, u32 hash)
 {
+	struct page *zero = ZERO_PAGE(addr);
+	struct vm_area_struct *vma;
+	int err = 0;
+
 	if (!READ_ONCE(sp_use_zero_pages) || hash != sp_zero_hash)
 		return false;
-	if (sp_with_vma(slot->mm, addr, sp_zero_fn, page))
+	mmap_read_lock(slot->mm);
+	vma = sp_mergeable_vma(slot->mm, addr);
+	if (vma) {
+		err = sp_merge_into(vma, page, zero);
+		trace_ksm_merge_one_page(page_to_pfn(zero), NULL, slot->mm,
+					 err);
+	}
+	mmap_read_unlock(slot->mm);
+	if (err)
 		return false;
-	trace_ksm_merge_one_page(page_to_pfn(page), NULL, slot->mm, 0);
 	sp_entry_set(slot, addr >> PAGE_SHIFT, NULL);
 	return true;
 }
@@ -296,7 +320,7 @@ static bool sp_join(struct sp_slot *slot, unsigned long addr,
 	if (!r.sh)
 		return false;
 	err = sp_with_vma(slot->mm, addr, sp_merge_fn, &r);
-	trace_ksm_merge_with_ksm_page(kfolio, page_to_pfn(page), r.sh,
+	trace_ksm_merge_with_ksm_page(kfolio, folio_pfn(kfolio), r.sh,
 				      slot->mm, err);
 	if (err) {
 		kmem_cache_free(sp_sharer_cache, r.sh);
@@ -393,6 +417,7 @@ static bool sp_merge_pair(struct sp_slot *slot, unsigned long addr,
 	unsigned long cap = READ_ONCE(sp_max_kernel_pages);
 	struct sp_knode *node;
 	struct folio *kfolio;
+	bool linked;
 	int err;
 
 	if (cap && sp_stats.shared >= cap)
@@ -407,24 +432,34 @@ static bool sp_merge_pair(struct sp_slot *slot, unsigned long addr,
 	node->nid = page_to_nid(page);
 	r.node = node;
 	err = sp_with_vma(slot->mm, addr, sp_merge_fn, &r);
-	trace_ksm_merge_one_page(page_to_pfn(page), r.sh, slot->mm, err);
+	/* Mainline traces the first page of a pair as merged into none. */
+	trace_ksm_merge_with_ksm_page(NULL, page_to_pfn(page), r.sh, slot->mm,
+				      err);
 	if (err)
 		goto fail;
 	sp_stable_add(&sp_stable, node);
 
 	err = sp_with_vma(t->mm, taddr, sp_merge_fn, &tr);
-	trace_ksm_merge_with_ksm_page(page, page_to_pfn(tpage), tr.sh, t->mm,
+	trace_ksm_merge_with_ksm_page(page, page_to_pfn(page), tr.sh, t->mm,
 				      err);
+	/*
+	 * Linked first, the candidate's mapping ends last on the node's list,
+	 * as in mainline (the page that became KSM heads it).
+	 */
 	kfolio = page_folio(page);
 	folio_lock(kfolio);
-	sp_sharer_link(node, r.sh, slot, addr);
 	if (!err && !sp_sharer_link(node, tr.sh, t, taddr))
 		err = -ENOMEM;
+	linked = sp_sharer_link(node, r.sh, slot, addr);
 	folio_unlock(kfolio);
-	if (err) {
+	if (err || !linked) {
 		/* A KSM page mapped once is no saving: give it back. */
-		sp_sharer_free(tr.sh);
-		sp_sharer_drop(r.sh);
+		if (err)
+			sp_sharer_free(tr.sh);
+		if (linked)
+			sp_sharer_drop(r.sh);
+		else
+			sp_sharer_free(r.sh);
 		sp_unshare_at(slot, addr);
 	}
 	return true;
@@ -541,8 +576,11 @@ static void sp_adopt(struct sp_slot *slot, unsigned long addr,
 		sp_sharer_free(r.sh);
 }
 
-/* One visit of the page mapped at @addr of @slot's mm, referenced. */
-static void sp_visit(struct sp_slot *slot, unsigned long addr,
+/*
+ * One visit of the page mapped at @addr of @slot's mm, referenced. Returns
+ * false when smart scan skipped it: then it does not count as scanned.
+ */
+static bool sp_visit(struct sp_slot *slot, unsigned long addr,
 		     struct page *page)
 {
 	unsigned long vpn = addr >> PAGE_SHIFT;
@@ -550,31 +588,35 @@ static void sp_visit(struct sp_slot *slot, unsigned long addr,
 	void *entry = xa_load(&slot->pages, vpn);
 	struct sp_content c;
 	unsigned long st;
+	bool skip;
 
 	if (entry && !xa_is_value(entry)) {
 		struct sp_sharer *sh = entry;
 
 		if (folio_test_ksm(folio) && sp_folio_node(folio) == sh->node)
-			return;
+			return true;
 		sp_sharer_drop(sh);
 		entry = NULL;
 	}
 	if (folio_test_ksm(folio)) {
 		sp_adopt(slot, addr, folio);
-		return;
+		return true;
 	}
-	st = entry ? xa_to_value(entry) : 0;
-	if (entry && sp_smart_skip(slot, vpn, st))
-		return;
+	st = sp_smart_age(entry ? xa_to_value(entry) : 0, &skip);
+	if (skip) {
+		sp_set_state(slot, vpn, st);
+		sp_stats.skipped++;
+		return false;
+	}
 	c = sp_read_page(page);
 	if (!entry || !sp_st_same(st, c)) {
 		sp_keep(slot, vpn, c, false, st);
-		return;
+		return true;
 	}
-	if (sp_try_zero(slot, addr, page, c.hash) ||
-	    sp_try_stable(slot, addr, page, c.hash))
-		return;
-	sp_try_candidates(slot, addr, page, c, st);
+	if (!sp_try_zero(slot, addr, page, c.hash) &&
+	    !sp_try_stable(slot, addr, page, c.hash))
+		sp_try_candidates(slot, addr, page, c, st);
+	return true;
 }
 
 /* Finding the next page: a page walk that stops at the first one. */
@@ -746,9 +788,6 @@ static void sp_prune_chains(void)
 			msecs_to_jiffies(READ_ONCE(sp_chains_prune_ms));
 }
 
-static ktime_t sp_pass_start;
-static u64 sp_pass_cpu;
-
 /* Start a pass; false when no mm is registered. */
 static bool sp_pass_begin(void)
 {
@@ -762,24 +801,21 @@ static bool sp_pass_begin(void)
 	spin_unlock(&sp_slots_lock);
 	if (!first)
 		return false;
+	sp_advisor_pass_begin();
 	trace_ksm_start_scan(sp_stats.full_scans, sp_stats.tracked);
 	sp_cand_reset(&sp_cands, sp_stats.tracked);
 	sp_stable_for_each(&sp_stable, sp_prune_orphan);
 	/* Pages in per-CPU LRU batches hold references that block merging. */
 	lru_add_drain_all();
-	sp_pass_start = ktime_get();
-	sp_pass_cpu = task_sched_runtime(current);
 	return true;
 }
 
-static void sp_advise(void);
-
+/* End a pass: ksm_stop_scan carries its number, full_scans before it. */
 static void sp_pass_end(void)
 {
-	sp_stats.full_scans++;
+	sp_advisor_pass_end();
 	trace_ksm_stop_scan(sp_stats.full_scans, sp_stats.tracked);
-	if (READ_ONCE(sp_advisor_on))
-		sp_advise();
+	sp_stats.full_scans++;
 }
 
 /*
@@ -851,40 +887,17 @@ static void sp_scan_batch(unsigned int budget)
 	unsigned long addr;
 	struct page *page;
 
-	while (budget-- && !freezing(current)) {
+	while (budget && !freezing(current)) {
 		cond_resched();
 		page = sp_next_page(&slot, &addr);
 		if (!page)
 			return;
-		sp_visit(slot, addr, page);
+		if (sp_visit(slot, addr, page)) {
+			sp_stats.scanned++;
+			budget--;
+		}
 		put_page(page);
-		sp_stats.scanned++;
 	}
-}
-
-/*
- * The scan-time advisor: after each pass, scale pages_to_scan so that a
- * pass takes advisor_target_scan_time seconds, moving a third of the way
- * each time, and keep ksmd's share of a CPU under advisor_max_cpu.
- */
-static void sp_advise(void)
-{
-	u64 wall_ms = max_t(u64, 1, ktime_ms_delta(ktime_get(), sp_pass_start));
-	u64 cpu_ms = div_u64(task_sched_runtime(current) - sp_pass_cpu,
-			     NSEC_PER_MSEC);
-	u64 pages = READ_ONCE(sp_pages_to_scan);
-	u64 target = READ_ONCE(sp_advisor_target_scan_time) * MSEC_PER_SEC;
-	u64 want = div64_u64(pages * wall_ms, max_t(u64, 1, target));
-	u64 cpu_pct = div64_u64(cpu_ms * 100, wall_ms);
-	u64 max_cpu = READ_ONCE(sp_advisor_max_cpu);
-
-	want = (2 * pages + want) / 3;
-	if (cpu_pct > max_cpu && cpu_pct)
-		want = min(want, div64_u64(pages * max_cpu, cpu_pct));
-	want = clamp_t(u64, want, READ_ONCE(sp_advisor_min_pages_to_scan),
-		       READ_ONCE(sp_advisor_max_pages_to_scan));
-	WRITE_ONCE(sp_pages_to_scan, want);
-	trace_ksm_advisor(div_u64(wall_ms, MSEC_PER_SEC), want, cpu_pct);
 }
 
 /**

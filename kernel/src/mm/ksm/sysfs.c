@@ -9,38 +9,46 @@
 #include <linux/mm.h>
 #include <linux/oom.h>
 #include <linux/string.h>
+#include <linux/slab.h>
 #include <linux/sysfs.h>
+#include <linux/xarray.h>
 
 #include "samepage.h"
 
-bool sp_advisor_on;
-unsigned long sp_advisor_max_cpu = 70;
-unsigned long sp_advisor_min_pages_to_scan = 500;
-unsigned long sp_advisor_max_pages_to_scan = 30000;
-unsigned long sp_advisor_target_scan_time = 200;
+/*
+ * What ksmd's records cost, in bytes, for the profit figures. A tracked
+ * page costs its slot in its mm's xarray: a node of XA_CHUNK_SIZE slots
+ * per XA_CHUNK_SIZE pages where the pages are dense, as mergeable areas
+ * are. A merged mapping adds its struct sp_sharer, and a KSM page its
+ * struct sp_knode, at the size their slab caches really hand out. The
+ * two tables (sp_index_bytes()) count in general_profit alone.
+ */
+static unsigned long sp_slot_bytes(void)
+{
+	return DIV_ROUND_UP(sizeof(struct xa_node), XA_CHUNK_SIZE);
+}
 
-/* Bytes of metadata a tracked page costs on average: its xarray slot. */
-#define SP_PAGE_COST	sizeof(void *)
+static long sp_cost(unsigned long tracked, unsigned long mappings,
+		    unsigned long kpages)
+{
+	return tracked * sp_slot_bytes() +
+	       mappings * kmem_cache_size(sp_sharer_cache) +
+	       kpages * kmem_cache_size(sp_node_cache);
+}
 
 /**
  * ksm_process_profit - what merging saves @mm, less what it costs
  * @mm: the mm
+ *
+ * The KSM pages themselves are shared among processes and are counted in
+ * general_profit only.
  *
  * Return: bytes saved by the mm's merged and zero pages, minus metadata.
  */
 long ksm_process_profit(struct mm_struct *mm)
 {
 	return (long)(mm->ksm_merging_pages + mm_ksm_zero_pages(mm)) *
-	       PAGE_SIZE - mm->ksm_rmap_items * SP_PAGE_COST;
-}
-
-/**
- * sp_advisor_defaults - reset pages_to_scan when the advisor changes
- */
-void sp_advisor_defaults(void)
-{
-	WRITE_ONCE(sp_pages_to_scan, sp_advisor_on ?
-		   (unsigned int)sp_advisor_min_pages_to_scan : 100);
+	       PAGE_SIZE - sp_cost(mm->ksm_rmap_items, mm->ksm_merging_pages, 0);
 }
 
 #define SP_ATTR_RO(_name) \
@@ -149,11 +157,13 @@ SP_ATTR_RO(ksm_zero_pages);
 static ssize_t general_profit_show(struct kobject *k, struct kobj_attribute *a,
 				   char *buf)
 {
-	long saved = READ_ONCE(sp_stats.sharing) +
-		     atomic_long_read(&ksm_zero_pages);
+	unsigned long shared = READ_ONCE(sp_stats.shared);
+	unsigned long sharing = READ_ONCE(sp_stats.sharing);
+	long saved = sharing + atomic_long_read(&ksm_zero_pages);
 
 	return sysfs_emit(buf, "%ld\n", saved * (long)PAGE_SIZE -
-			  (long)(READ_ONCE(sp_stats.tracked) * SP_PAGE_COST));
+			  sp_cost(READ_ONCE(sp_stats.tracked), shared + sharing,
+				  shared) - sp_index_bytes());
 }
 SP_ATTR_RO(general_profit);
 
@@ -404,10 +414,12 @@ static ssize_t advisor_mode_store(struct kobject *k, struct kobj_attribute *a,
 		on = false;
 	else
 		return -EINVAL;
+	mutex_lock(&sp_mutex);
 	if (READ_ONCE(sp_advisor_on) != on) {
 		WRITE_ONCE(sp_advisor_on, on);
 		sp_advisor_defaults();
 	}
+	mutex_unlock(&sp_mutex);
 	return count;
 }
 SP_ATTR_RW(advisor_mode);
@@ -426,7 +438,29 @@ static ssize_t _name##_store(struct kobject *k, struct kobj_attribute *a, \
 }									\
 SP_ATTR_RW(_name)
 
-SP_ADVISOR_ATTR(advisor_max_cpu, 0);
+/*
+ * advisor_max_cpu is an unsigned int, as in mainline: a larger value is
+ * cut to its low 32 bits, as mainline does, rather than refused.
+ */
+static ssize_t advisor_max_cpu_show(struct kobject *k,
+				    struct kobj_attribute *a, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", READ_ONCE(sp_advisor_max_cpu));
+}
+
+static ssize_t advisor_max_cpu_store(struct kobject *k,
+				     struct kobj_attribute *a,
+				     const char *buf, size_t count)
+{
+	unsigned long v;
+
+	if (kstrtoul(buf, 10, &v))
+		return -EINVAL;
+	WRITE_ONCE(sp_advisor_max_cpu, (unsigned int)v);
+	return count;
+}
+SP_ATTR_RW(advisor_max_cpu);
+
 SP_ADVISOR_ATTR(advisor_min_pages_to_scan, 0);
 SP_ADVISOR_ATTR(advisor_max_pages_to_scan, 0);
 SP_ADVISOR_ATTR(advisor_target_scan_time, 1);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * KUnit tests of the per-page state machine of the samepage scanner: how
- * the entries of a slot move the counters, and smart scan's ageing.
+ * the entries of a slot move the counters, and smart scan's schedule.
  * Included from scan.c.
  */
 #include <kunit/test.h>
@@ -103,42 +103,44 @@ static void sp_test_forget_range(struct kunit *test)
 	sp_test_end(c);
 }
 
-static void sp_test_smart_ageing(struct kunit *test)
+/*
+ * Smart scan follows mainline's schedule: an unchanged unique page is read
+ * at visits 1 to 4, 6, 9, 14 and then every ninth; the others are skips.
+ */
+static void sp_test_smart_schedule(struct kunit *test)
 {
-	struct sp_test_ctx *c = sp_test_begin(test);
-	unsigned long st = 0, skipped = sp_stats.skipped;
-	bool old = READ_ONCE(sp_smart_scan);
-	unsigned int visits = 0, skips = 0, i;
+	static const unsigned int reads[] = { 1, 2, 3, 4, 6, 9, 14, 23, 32 };
+	bool old = READ_ONCE(sp_smart_scan), skip;
+	unsigned long st = 0;
+	unsigned int visit, next = 0;
 
 	WRITE_ONCE(sp_smart_scan, true);
-	/* An unmergeable page is looked at less and less often. */
-	for (i = 0; i < 40; i++) {
-		st = xa_to_value(xa_load(&c->slot.pages, 1) ?: xa_mk_value(0));
-		if (i && sp_smart_skip(&c->slot, 1, st)) {
-			skips++;
-			continue;
+	for (visit = 1; visit <= 40; visit++) {
+		st = sp_smart_age(st, &skip);
+		if (!skip) {
+			KUNIT_ASSERT_LT(test, next, (unsigned int)ARRAY_SIZE(reads));
+			KUNIT_EXPECT_EQ(test, visit, reads[next]);
+			next++;
+			/* A read page that stayed unchanged is a candidate. */
+			st = sp_st_make(SP_C(7), true, sp_st_age(st),
+					sp_st_skip(st));
+		} else {
+			KUNIT_EXPECT_FALSE(test, sp_st_cand(st));
 		}
-		visits++;
-		sp_keep(&c->slot, 1, SP_C(7), true, st);
 	}
-	KUNIT_EXPECT_EQ(test, visits + skips, 40U);
-	KUNIT_EXPECT_GT(test, skips, visits);
-	KUNIT_EXPECT_EQ(test, sp_stats.skipped, skipped + skips);
-	KUNIT_EXPECT_EQ(test, sp_st_age(xa_to_value(xa_load(&c->slot.pages, 1))),
-			min(visits, 15U));
-	/* Without smart scan, nothing is skipped. */
+	KUNIT_EXPECT_EQ(test, next, (unsigned int)ARRAY_SIZE(reads));
+	KUNIT_EXPECT_EQ(test, sp_st_hash(st), 7U);
+	/* Without smart scan, nothing is skipped and nothing ages. */
 	WRITE_ONCE(sp_smart_scan, false);
-	st = xa_to_value(xa_load(&c->slot.pages, 1));
-	KUNIT_EXPECT_FALSE(test, sp_smart_skip(&c->slot, 1, st));
+	KUNIT_EXPECT_EQ(test, sp_smart_age(st, &skip), st);
+	KUNIT_EXPECT_FALSE(test, skip);
 	WRITE_ONCE(sp_smart_scan, old);
-	sp_forget(&c->slot, 0, ULONG_MAX);
-	sp_test_end(c);
 }
 
 static struct kunit_case sp_scan_cases[] = {
 	KUNIT_CASE(sp_test_entry_counters),
 	KUNIT_CASE(sp_test_forget_range),
-	KUNIT_CASE(sp_test_smart_ageing),
+	KUNIT_CASE(sp_test_smart_schedule),
 	{}
 };
 
