@@ -351,20 +351,9 @@ static long profit_cost(void)
 	       (long)page_size - ksm_read("general_profit");
 }
 
-/* The "Slab:" line of /proc/meminfo, in bytes; -1 if not found. */
 static long slab_bytes(void)
 {
-	char line[128];
-	long kb = -1;
-	FILE *f = fopen("/proc/meminfo", "r");
-
-	if (!f)
-		return -1;
-	while (kb < 0 && fgets(line, sizeof(line), f))
-		if (sscanf(line, "Slab: %ld kB", &kb) != 1)
-			kb = -1;
-	fclose(f);
-	return kb < 0 ? -1 : kb * 1024;
+	return meminfo_kb("Slab") * 1024;
 }
 
 static void check_cost(const char *what, long cost, long grew)

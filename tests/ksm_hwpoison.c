@@ -41,22 +41,6 @@
 #define KIDS 3
 #define EARLY_KILL "/proc/sys/vm/memory_failure_early_kill"
 
-/* The "HardwareCorrupted:" line of /proc/meminfo, in kB; -1 if absent. */
-static long hw_corrupted_kb(void)
-{
-	char line[128];
-	long kb = -1;
-	FILE *f = fopen("/proc/meminfo", "r");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "HardwareCorrupted: %ld", &kb) == 1)
-			break;
-	fclose(f);
-	return kb;
-}
-
 static long saved_early_kill = -1;
 
 static int set_early_kill(long value)
@@ -169,7 +153,7 @@ static void ksm_diag_counts(const char *when)
 {
 	ktap_diag("%s: shared %ld sharing %ld unshared %ld, HardwareCorrupted %ld kB",
 		  when, ksm_read("pages_shared"), ksm_read("pages_sharing"),
-		  ksm_read("pages_unshared"), hw_corrupted_kb());
+		  ksm_read("pages_unshared"), meminfo_kb("HardwareCorrupted"));
 }
 
 /*
@@ -192,12 +176,12 @@ static void test_poison(const char *name, int early, unsigned int seed,
 	CHECK(kids_collect(&k, r), "ready");
 	CHECK(ksm_wait_counts(N, (KIDS - 1) * N, 0, 0), "merged");
 	ksm_diag_counts("before");
-	hw = hw_corrupted_kb();
+	hw = meminfo_kb("HardwareCorrupted");
 
 	CHECK(kid_call(&k, 0, 'p', &r[0]) && r[0] == '0', "poison (%c)", r[0]);
 	ksm_diag_counts("poisoned");
-	CHECK(hw_corrupted_kb() == hw + (long)page_size / 1024,
-	      "HardwareCorrupted %ld -> %ld kB", hw, hw_corrupted_kb());
+	CHECK(meminfo_kb("HardwareCorrupted") == hw + (long)page_size / 1024,
+	      "HardwareCorrupted %ld -> %ld kB", hw, meminfo_kb("HardwareCorrupted"));
 	/* Every SIGBUS is sent before madvise() returns. */
 	for (int i = 0; i < KIDS; i++) {
 		want = i == 0 ? 'a' : early ? 'o' : 'n';
@@ -296,7 +280,7 @@ int main(void)
 	ksm_save_settings();
 	ktap_plan(ARRAY_SIZE(names));
 	saved_early_kill = read_long(EARLY_KILL);
-	if (saved_early_kill < 0 || hw_corrupted_kb() < 0)
+	if (saved_early_kill < 0 || meminfo_kb("HardwareCorrupted") < 0)
 		return ktap_skip_all(names, ARRAY_SIZE(names),
 				     "no memory failure");
 	atexit(restore_early_kill);

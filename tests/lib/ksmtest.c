@@ -575,6 +575,22 @@ bool ksm_step_batch(void)
 	return ksm_wait_idle("pages_scanned", deadline) >= 0;
 }
 
+long meminfo_kb(const char *key)
+{
+	char line[128], name[64];
+	long kb = -1, v;
+	FILE *f = fopen("/proc/meminfo", "r");
+
+	if (!f)
+		return -1;
+	while (kb < 0 && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%63[^:]: %ld", name, &v) == 2 &&
+		    !strcmp(name, key))
+			kb = v;
+	fclose(f);
+	return kb;
+}
+
 long key_value(const char *path, const char *key)
 {
 	char name[64];

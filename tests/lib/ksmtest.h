@@ -103,6 +103,8 @@ int write_file_trunc(const char *path, const char *s);
 double monotonic_seconds(void);
 /* The value of "key value" line @key in file @path; -1 if absent. */
 long key_value(const char *path, const char *key);
+/* The value of line "@key:" of /proc/meminfo, in kB; -1 if absent. */
+long meminfo_kb(const char *key);
 /* key_value() of /proc/vmstat. */
 long vmstat(const char *key);
 
