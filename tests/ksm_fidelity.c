@@ -356,11 +356,16 @@ static long slab_bytes(void)
 	return meminfo_kb("Slab") * 1024;
 }
 
-static void check_cost(const char *what, long cost, long grew)
+/*
+ * Slab grows by less than what is allocated when objects go into slabs
+ * that earlier tests left partly free, so a small growth bounds the cost
+ * from below only (@upper false); a large one bounds it on both sides.
+ */
+static void check_cost(const char *what, long cost, long grew, bool upper)
 {
 	ktap_diag("%s: profit's metadata %ld bytes, slab grew %ld", what, cost,
 		  grew);
-	CHECK(grew > 0 && cost * 2 >= grew && cost <= grew * 2,
+	CHECK(grew > 0 && cost * 2 >= grew && (!upper || cost <= grew * 2),
 	      "%s: metadata %ld bytes, slab grew %ld", what, cost, grew);
 }
 
@@ -376,7 +381,7 @@ static void test_profit(void)
 	CHECK(merge_pages(p, pages) == 0, "madvise");
 	slab0 = slab_bytes();
 	CHECK(ksm_step(), "tracked");
-	check_cost("tracked pages", profit_cost(), slab_bytes() - slab0);
+	check_cost("tracked pages", profit_cost(), slab_bytes() - slab0, false);
 	/* Pairs: every page merged, half of them saved. */
 	for (int i = 0; i < pages; i++)
 		fill_pattern(p + i * page_size, 0xf1d6, i / 2);
@@ -384,7 +389,7 @@ static void test_profit(void)
 	CHECK(ksm_read("pages_shared") == pages / 2 &&
 	      ksm_read("pages_sharing") == pages / 2, "shared %ld sharing %ld",
 	      ksm_read("pages_shared"), ksm_read("pages_sharing"));
-	check_cost("merged pairs", profit_cost(), slab_bytes() - slab0);
+	check_cost("merged pairs", profit_cost(), slab_bytes() - slab0, true);
 	/* This process's share: its pages and mappings, not the tables. */
 	process = (ksm_stat(0, "ksm_merging_pages") +
 		   ksm_stat(0, "ksm_zero_pages")) * (long)page_size -
