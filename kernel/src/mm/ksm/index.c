@@ -26,7 +26,7 @@
 
 static u16 sp_sample_at[SP_SAMPLE_WORDS] __ro_after_init;
 static u64 sp_hash_key __ro_after_init;
-u32 sp_zero_hash __ro_after_init;
+struct sp_content sp_zero __ro_after_init;
 
 struct sp_cand_table sp_cands;
 struct sp_stable_table sp_stable;
@@ -110,7 +110,7 @@ static void __init sp_hash_init(void)
 	sp_hash_key = get_random_u64();
 	for (i = 0; i < SP_SAMPLE_WORDS; i++)
 		sp_sample_at[i] = i * SP_STRIDE + get_random_u32_below(SP_STRIDE);
-	sp_zero_hash = sp_hash_page(ZERO_PAGE(0));
+	sp_zero = sp_read_page(ZERO_PAGE(0));
 }
 
 /*

@@ -213,14 +213,14 @@ static int sp_protect_locked(struct page_vma_mapped_walk *pvmw,
 			     struct folio *folio, pte_t *ptev)
 {
 	struct vm_area_struct *vma = pvmw->vma;
-	int expected = folio_mapcount(folio) + 1;
 	bool exclusive = PageAnonExclusive(&folio->page);
 	pte_t was, now;
+	int expected;
 
-	if (folio_test_swapcache(folio))
-		expected++;
 	flush_cache_page(vma, pvmw->address, folio_pfn(folio));
 	was = ptep_clear_flush(vma, pvmw->address, pvmw->pte);
+	/* Counted once the PTE is gone: no new mapping can appear now. */
+	expected = folio_mapcount(folio) + 1 + folio_test_swapcache(folio);
 	if (folio_ref_count(folio) != expected ||
 	    (exclusive && folio_try_share_anon_rmap_pte(folio, &folio->page))) {
 		set_pte_at(vma->vm_mm, pvmw->address, pvmw->pte, was);

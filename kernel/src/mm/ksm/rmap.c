@@ -257,7 +257,9 @@ struct folio *ksm_might_need_to_copy(struct folio *folio,
 	folio_set_dirty(copy);
 	__folio_mark_uptodate(copy);
 	__folio_set_locked(copy);
+#ifdef CONFIG_SWAP	/* the event exists only with swap */
 	count_vm_event(KSM_SWPIN_COPY);
+#endif
 	return copy;
 drop:
 	folio_put(copy);

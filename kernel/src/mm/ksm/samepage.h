@@ -207,7 +207,8 @@ void sp_sharer_drop(struct sp_sharer *sh);
 /* index.c */
 u32 sp_hash_page(struct page *page);
 struct sp_content sp_read_page(struct page *page);
-extern u32 sp_zero_hash;
+/* What a visit reads of an all-zero page. */
+extern struct sp_content sp_zero;
 
 /* The candidate table: see the top of this file. */
 struct sp_cand_table {

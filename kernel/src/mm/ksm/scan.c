@@ -281,17 +281,22 @@ static void sp_unshare_at(struct sp_slot *slot, unsigned long addr)
 
 /*
  * An all-zero page becomes the zero page of its address, when so
- * configured. As in mainline, every attempt is traced, with the zero
- * page's pfn; the visit is done when it merged or the VMA has gone.
+ * configured: tried, as in mainline, only for a page whose whole-page
+ * checksum is the zero page's (the sampled hash alone would let a page
+ * that differs in an unsampled word try), and traced at every attempt
+ * with the zero page's pfn. The visit is done when it merged or the VMA
+ * has gone. Its entry stays, not a candidate, until the next pass's walk
+ * passes the address, as mainline's rmap_item does.
  */
 static bool sp_try_zero(struct sp_slot *slot, unsigned long addr,
-			struct page *page, u32 hash)
+			struct page *page, struct sp_content c)
 {
 	struct page *zero = ZERO_PAGE(addr);
 	struct vm_area_struct *vma;
 	int err = 0;
 
-	if (!READ_ONCE(sp_use_zero_pages) || hash != sp_zero_hash)
+	if (!READ_ONCE(sp_use_zero_pages) || c.hash != sp_zero.hash ||
+	    c.sum != sp_zero.sum)
 		return false;
 	mmap_read_lock(slot->mm);
 	vma = sp_mergeable_vma(slot->mm, addr);
@@ -301,10 +306,7 @@ static bool sp_try_zero(struct sp_slot *slot, unsigned long addr,
 					 err);
 	}
 	mmap_read_unlock(slot->mm);
-	if (err)
-		return false;
-	sp_entry_set(slot, addr >> PAGE_SHIFT, NULL);
-	return true;
+	return !err;
 }
 
 /* Map @kfolio, the KSM folio of @node, in place of @page. */
@@ -613,8 +615,9 @@ static bool sp_visit(struct sp_slot *slot, unsigned long addr,
 		sp_keep(slot, vpn, c, false, st);
 		return true;
 	}
-	if (!sp_try_zero(slot, addr, page, c.hash) &&
-	    !sp_try_stable(slot, addr, page, c.hash))
+	if (sp_try_zero(slot, addr, page, c))
+		sp_keep(slot, vpn, c, false, st);
+	else if (!sp_try_stable(slot, addr, page, c.hash))
 		sp_try_candidates(slot, addr, page, c, st);
 	return true;
 }

@@ -13,7 +13,7 @@ static void sp_test_hash(struct kunit *test)
 
 	KUNIT_ASSERT_NOT_NULL(test, a);
 	KUNIT_ASSERT_NOT_NULL(test, b);
-	KUNIT_EXPECT_EQ(test, sp_hash_page(a), sp_zero_hash);
+	KUNIT_EXPECT_EQ(test, sp_hash_page(a), sp_zero.hash);
 	KUNIT_EXPECT_EQ(test, sp_hash_page(a), sp_hash_page(b));
 
 	/* Every sampled word counts. */
