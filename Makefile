@@ -4,6 +4,7 @@
 #   make test KSM=n    the same with CONFIG_KSM off: must fail (negative check)
 #   make test-stock    the suites on the pristine kernel (same config)
 #   make bench         stock and ours side by side, ratios and a plot
+#   make abi-diff      one KSM workload on stock and ours: what a user sees, diffed
 #   make series        export the series as git format-patch files
 #   make kernel | stock-kernel | guest | deps | clean
 
@@ -11,7 +12,7 @@ SHELL := /bin/bash
 S := scripts
 FLAVOUR := $(if $(filter n,$(KSM)),noksm,ksm)
 
-.PHONY: all demo test test-stock bench series kernel stock-kernel \
+.PHONY: all demo test test-stock bench abi-diff series kernel stock-kernel \
 	noksm-kernel guest deps clean guest-progs
 
 all: test
@@ -52,6 +53,12 @@ bench: deps
 	@$(S)/build-kernel.sh ksm-bench
 	@$(S)/build-guest.sh
 	@$(S)/bench.sh
+
+abi-diff: deps
+	@$(S)/build-kernel.sh stock
+	@$(S)/build-kernel.sh ksm
+	@$(S)/build-guest.sh
+	@$(S)/abi-diff.sh
 
 series: deps
 	@$(S)/prepare-tree.sh
