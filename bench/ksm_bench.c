@@ -31,7 +31,8 @@
  *
  * Output, on stdout (ttyS1, the host's ktap.log):
  *   metric NAME VALUE UNIT	one per metric
- *   series clones T BYTES	memory saved T guest seconds after run=1
+ *   series clones T BYTES CPU	memory saved and ksmd's CPU time (seconds,
+ *				since run=1) T guest seconds after run=1
  *   error TEXT			a check failed or a wait timed out
  *   bench done errors=N	last line
  */
@@ -407,6 +408,14 @@ static bool start_kids(struct kids *k, int n, struct job *job)
 
 /* Workloads */
 
+/* One point of the clones series: time, memory saved, ksmd CPU. */
+static void series_point(const struct sample *start, double t, long sharing)
+{
+	printf("series clones %.3f %ld %.2f\n", t - start->t,
+	       sharing * (long)page_size,
+	       (double)(ksmd_ticks() - start->ticks) / clk_tck);
+}
+
 /* Poll until the clones are fully merged, printing the series. */
 static bool wait_merged(const struct sample *start, long sharing, long shared)
 {
@@ -418,8 +427,7 @@ static bool wait_merged(const struct sample *start, long sharing, long shared)
 
 		s = ksm_read("pages_sharing");
 		if (t >= next) {
-			printf("series clones %.3f %ld\n", t - start->t,
-			       s * (long)page_size);
+			series_point(start, t, s);
 			while (next <= t)
 				next += SERIES_STEP;
 		}
@@ -431,8 +439,7 @@ static bool wait_merged(const struct sample *start, long sharing, long shared)
 		}
 		usleep(10000);
 	}
-	printf("series clones %.3f %ld\n", now() - start->t,
-	       s * (long)page_size);
+	series_point(start, now(), s);
 	return true;
 }
 

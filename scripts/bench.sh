@@ -2,8 +2,9 @@
 # bench.sh: boot the pristine kernel (stock), then ours (ksm), in bench mode
 # (the guest runs bench/ksm_bench.c), and compare them metric by metric.
 # Results: LOGS/{stock,ksm}/ (boot logs, metrics.txt, clones.dat),
-# LOGS/report.txt (the table) and LOGS/clones.png (memory saved over time
-# on the clones workload); LOGS defaults to build/bench.
+# LOGS/report.txt (the table), LOGS/clones.png (memory saved over time on
+# the clones workload) and LOGS/clones-cpu.png (ksmd's CPU time over the
+# same run); LOGS defaults to build/bench.
 #
 #   BENCH_MODE=icount	(default) -icount: guest time counts instructions,
 #			so a run repeats almost exactly and host load is no
@@ -64,7 +65,9 @@ boot_one() {
 }
 
 # collect FLAVOUR: mean of each metric over the runs into metrics.txt
-# ("name mean unit min max"), the first run's series into clones.dat.
+# ("name mean unit min max"), the first run's series into clones.dat
+# ("seconds MiB_saved ksmd_cpu_seconds"; a bench without the CPU column
+# leaves the third out).
 collect() {
 	local i files=()
 	for ((i = 1; i <= repeat; i++)); do
@@ -85,8 +88,8 @@ collect() {
 		}
 	}' "${files[@]}" > "$out/$1/metrics.txt"
 	awk '$1 == "series" && $2 == "clones" {
-		printf "%s %.3f\n", $3, $4 / 1048576 }' "${files[0]}" \
-		> "$out/$1/clones.dat"
+		printf "%s %.3f%s\n", $3, $4 / 1048576, (NF >= 5 ? " " $5 : "") }' \
+		"${files[0]}" > "$out/$1/clones.dat"
 }
 
 # table: ours, stock, ours/stock for every metric, and the noise summary.
@@ -118,9 +121,11 @@ table() {
 	}' "$out/stock/metrics.txt" "$out/ksm/metrics.txt"
 }
 
-# plot TITLE: memory saved over time, both kernels, into clones.png.
+# plot TITLE: memory saved over time, both kernels, into clones.png; and
+# ksmd's CPU time over the same run into clones-cpu.png, when both
+# clones.dat have it (the third column).
 plot() {
-	local term=png
+	local term=png f
 	gnuplot -e 'set terminal pngcairo' 2>/dev/null && term=pngcairo
 	gnuplot <<-EOF
 	set terminal $term size 900,540
@@ -132,6 +137,21 @@ plot() {
 	set grid
 	plot '$out/stock/clones.dat' using 1:2 with lines lw 2 title 'stock', \
 	     '$out/ksm/clones.dat' using 1:2 with lines lw 2 dt 2 title 'ours'
+	EOF
+	for f in stock ksm; do
+		awk 'NF < 3 { bad = 1 } END { exit bad || !NR }' \
+			"$out/$f/clones.dat" || return 0
+	done
+	gnuplot <<-EOF
+	set terminal $term size 900,540
+	set output '$out/clones-cpu.png'
+	set title 'clones: $1 (ksmd CPU; the slope is the CPU share)'
+	set xlabel 'guest seconds since ksmd started ($mode)'
+	set ylabel 'ksmd CPU time since ksmd started (s)'
+	set key bottom right
+	set grid
+	plot '$out/stock/clones.dat' using 1:3 with lines lw 2 title 'stock', \
+	     '$out/ksm/clones.dat' using 1:3 with lines lw 2 dt 2 title 'ours'
 	EOF
 }
 
@@ -166,7 +186,7 @@ rev=$(git -C "$TOP" rev-parse --short HEAD 2>/dev/null || echo unknown)
 	done
 } | tee "$out/report.txt"
 plot "$(sed -n 's/^# clones: //p' "${logs[0]}" | head -n 1)"
-note "report in $out/report.txt, plot in $out/clones.png"
+note "report in $out/report.txt, plots in $out/clones.png, $out/clones-cpu.png"
 if grep -q '^error' "${logs[@]}"; then
 	die "the bench reported errors (lines 'error' in the ktap.log files)"
 fi

@@ -30,7 +30,14 @@ fi
 
 case $mode in
 demo|shell)
-	qemu+=(-serial mon:stdio -serial null -append "$append quiet")
+	# The demo's ksmtop --json snapshots come out of the second serial
+	# port into demo.jsonl, for scripts/demo-plot.sh.
+	serial2=null
+	if [ "$mode" = demo ]; then
+		rm -f "$logs/demo.jsonl"
+		serial2=file:$logs/demo.jsonl
+	fi
+	qemu+=(-serial mon:stdio -serial "$serial2" -append "$append quiet")
 	exec "${qemu[@]}" ;;
 *)
 	qemu+=(-serial "file:$logs/console.log" -serial "file:$logs/ktap.log"
