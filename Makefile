@@ -1,18 +1,21 @@
 # samepage: KSM for Linux 6.12, rewritten. User-facing targets:
-#   make demo          build our kernel, boot it, show KSM merging live
+#   make demo          build our kernel, boot it, show KSM merging live (ksmtop),
+#                      then plot the run into build/logs/ksm-demo/demo.png
 #   make test          build our kernel, boot it, run every suite
 #   make test KSM=n    the same with CONFIG_KSM off: must fail (negative check)
 #   make test-stock    the suites on the pristine kernel (same config)
 #   make bench         stock and ours side by side, ratios and a plot
 #   make abi-diff      one KSM workload on stock and ours: what a user sees, diffed
 #   make series        export the series as git format-patch files
+#   make matrix        build and boot our tree under every kernel configuration
+#                      of kernel/config/matrix/ (about two hours; not in CI)
 #   make kernel | stock-kernel | guest | deps | clean
 
 SHELL := /bin/bash
 S := scripts
 FLAVOUR := $(if $(filter n,$(KSM)),noksm,ksm)
 
-.PHONY: all demo test test-stock bench abi-diff series kernel stock-kernel \
+.PHONY: all demo test test-stock bench abi-diff series matrix kernel stock-kernel \
 	noksm-kernel guest deps clean guest-progs
 
 all: test
@@ -47,6 +50,7 @@ demo: deps
 	@$(S)/build-kernel.sh ksm
 	@$(S)/build-guest.sh
 	@$(S)/boot.sh ksm demo
+	@$(S)/demo-plot.sh
 
 bench: deps
 	@$(S)/build-kernel.sh stock-bench
@@ -64,6 +68,10 @@ series: deps
 	@$(S)/prepare-tree.sh
 	@$(S)/export-series.sh
 
+matrix: deps
+	@$(S)/prepare-tree.sh
+	@$(S)/matrix.sh $(CONFIGS)
+
 clean:
 	rm -rf build
 
@@ -75,8 +83,11 @@ GUEST_CFLAGS := -static -O2 -Wall -Wextra -Werror -Wno-unused-parameter \
 GUEST_SRCS := $(wildcard tests/*.c tools/*.c bench/*.c)
 GUEST_LIB := $(wildcard tests/lib/*.c)
 GUEST_HDRS := $(wildcard tests/lib/*.h)
+# The series' own user tools (kernel/src/tools/mm/), libc only: built
+# without the test library, as the kernel's tools/mm/Makefile builds them.
+GUEST_KTOOLS := kernel/src/tools/mm/ksmtop.c
 
-guest-progs: $(patsubst %.c,$(GUEST_BIN)/%,$(notdir $(GUEST_SRCS)))
+guest-progs: $(patsubst %.c,$(GUEST_BIN)/%,$(notdir $(GUEST_SRCS) $(GUEST_KTOOLS)))
 
 define guest_rule
 $(GUEST_BIN)/$(basename $(notdir $(1))): $(1) $(GUEST_LIB) $(GUEST_HDRS)
@@ -84,3 +95,10 @@ $(GUEST_BIN)/$(basename $(notdir $(1))): $(1) $(GUEST_LIB) $(GUEST_HDRS)
 	gcc $(GUEST_CFLAGS) -o $$@ $(1) $(GUEST_LIB) -lpthread -lnuma
 endef
 $(foreach s,$(GUEST_SRCS),$(eval $(call guest_rule,$(s))))
+
+define guest_ktool_rule
+$(GUEST_BIN)/$(basename $(notdir $(1))): $(1)
+	@mkdir -p $(GUEST_BIN)
+	gcc $(GUEST_CFLAGS) -o $$@ $(1)
+endef
+$(foreach s,$(GUEST_KTOOLS),$(eval $(call guest_ktool_rule,$(s))))

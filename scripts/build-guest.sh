@@ -28,6 +28,8 @@ cp "$TOP/tests/init" "$root/init"
 chmod +x "$root/init"
 # PLAN=file runs another plan (a subset, while working on a few tests).
 cp "${PLAN:-$TOP/tests/plan}" "$root/guest/plan"
+# make matrix's sysfs-off kernel boots with samepage.plan=plan-nosysfs.
+cp "$TOP/tests/plan-nosysfs" "$root/guest/plan-nosysfs"
 
 # The kernel's own KSM selftests, built as its Makefile builds them.
 mm=$src/tools/testing/selftests/mm
@@ -41,6 +43,59 @@ gcc "${cflags[@]}" -o "$root/guest/selftests/ksm_tests" \
 
 # Ours: tests/, tools/ and bench/ each build their C programs into bin/.
 make -s -C "$TOP" guest-progs GUEST_BIN="$root/guest/bin" HDR="$hdr/include"
+
+# copy_closure FILE...: each FILE at its own path in the guest, with the
+# shared libraries ldd finds for it and the dynamic loader.
+copy_closure() {
+	local f lib
+	for f in "$@"; do
+		install -D -m 0755 "$f" "$root$f"
+		for lib in $(ldd "$f" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }
+					  $1 ~ /^\// { print $1 }'); do
+			[ -e "$root$lib" ] || install -D -m 0755 "$lib" "$root$lib"
+		done
+	done
+}
+
+# ksmtuned (tests/ksm_tuned.c): Debian's package, unchanged, fetched by
+# install-deps.sh (never installed on the host: its service would tune the
+# host's KSM), with what the script runs beyond busybox: bash, and procps's
+# pgrep and ps (it needs pgrep -d and ps -p LIST -o rsz=).
+deb=$(find "$BUILD/pkg" -name 'ksmtuned_*.deb' 2>/dev/null | sort | tail -n 1 || true)
+[ -n "$deb" ] || die "no ksmtuned package in $BUILD/pkg: run scripts/install-deps.sh"
+rm -rf "$GUEST/ksmtuned"
+dpkg-deb -x "$deb" "$GUEST/ksmtuned"
+install -D -m 0755 "$GUEST/ksmtuned/usr/sbin/ksmtuned" "$root/usr/sbin/ksmtuned"
+install -D -m 0644 "$GUEST/ksmtuned/etc/ksmtuned.conf" "$root/etc/ksmtuned.conf"
+copy_closure /bin/bash /usr/bin/pgrep /usr/bin/ps
+
+# VMS=1: QEMU with its libraries, TCG module and firmware, and a small VM
+# image (VM_KERNEL, by default our bzImage, and tests/vm/init.c as its
+# /init) for tests/ksm_vms.c, which skips without them. Off by default:
+# it makes the initramfs larger and the run longer (see README).
+if [ "${VMS:-0}" = 1 ]; then
+	vmk=${VM_KERNEL:-}
+	for k in "$BUILD/ksm/bzImage" "$BUILD/stock/bzImage"; do
+		[ -n "$vmk" ] || [ ! -f "$k" ] || vmk=$k
+	done
+	[ -f "$vmk" ] || die "VMS=1: no kernel for the VMs (VM_KERNEL=, or make kernel)"
+	qemu=$(command -v qemu-system-x86_64) || die "VMS=1: qemu-system-x86_64 is not installed"
+	qlib=/usr/lib/x86_64-linux-gnu/qemu
+	copy_closure "$qemu" "$qlib/accel-tcg-x86_64.so"
+	for fw in /usr/share/seabios/bios-256k.bin /usr/share/qemu/kvmvapic.bin \
+		  /usr/share/qemu/linuxboot_dma.bin; do
+		install -D -m 0644 "$(readlink -f "$fw")" "$root$fw"
+	done
+	vm=$GUEST/vm-root
+	rm -rf "$vm"
+	mkdir -p "$vm"/{dev,proc} "$root/guest/vm"
+	gcc -static -O2 -Wall -Wextra -Werror -o "$vm/init" "$TOP/tests/vm/init.c"
+	(cd "$vm" && find . | LC_ALL=C sort | cpio -o -H newc --quiet) |
+		gzip -9 > "$root/guest/vm/initramfs.cpio.gz"
+	cp "$vmk" "$root/guest/vm/bzImage"
+	[ -n "${PLAN:-}" ] || grep -v '^#' "$TOP/tests/plan-vms" >> "$root/guest/plan"
+	note "VMS=1: QEMU and a VM image ($vmk) in the guest"
+fi
 
 (cd "$root" && find . | LC_ALL=C sort | cpio -o -H newc --quiet) |
 	gzip -1 > "$GUEST/initramfs.cpio.gz"

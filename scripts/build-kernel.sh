@@ -3,7 +3,9 @@
 # and build one kernel. Flavours: ksm (our series), stock (pristine tree, same
 # config), noksm (our series with CONFIG_KSM off: the negative check), and
 # ksm-bench, stock-bench (both trees with kernel/config/bench.config, which
-# turns the debugging off, for make bench).
+# turns the debugging off, for make bench), and matrix-NAME (our tree with
+# the fragment kernel/config/matrix/NAME.config on top, for make matrix; a
+# fragment whose first line is "# arch: i386" builds for that ARCH).
 # The image lands in build/FLAVOUR/bzImage.
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
@@ -18,7 +20,15 @@ frag=$TOP/kernel/config/samepage.config
 
 "$TOP/scripts/prepare-tree.sh"
 
-mk=(make -C "$src" O="$obj" ARCH=x86_64 -j"$JOBS" -s)
+arch=x86_64
+case $flavour in
+matrix-*)
+	mfrag=$TOP/kernel/config/matrix/${flavour#matrix-}.config
+	[ -f "$mfrag" ] || die "no fragment $mfrag"
+	arch=$(sed -n '1s/^# arch: *//p' "$mfrag")
+	arch=${arch:-x86_64} ;;
+esac
+mk=(make -C "$src" O="$obj" ARCH="$arch" -j"$JOBS" -s)
 if command -v ccache >/dev/null; then
 	export CCACHE_DIR=${CCACHE_DIR:-$BUILD/ccache}
 	export CCACHE_BASEDIR=$BUILD CCACHE_NOHASHDIR=1
@@ -29,6 +39,7 @@ mkdir -p "$obj" "$out"
 frags=("$frag")
 case $flavour in
 ksm) frags+=("$TOP/kernel/config/series.config") ;;
+matrix-*) frags+=("$TOP/kernel/config/series.config" "$mfrag") ;;
 *-bench) frags+=("$TOP/kernel/config/bench.config") ;;
 esac
 if [ "$flavour" = noksm ]; then

@@ -348,6 +348,8 @@ static int __init sp_init(void)
 	if (!err)
 		err = sp_scan_init();
 	if (!err)
+		err = sp_hotplug_init();
+	if (!err)
 		err = sp_sysfs_init();
 	if (err)
 		pr_err("ksm: cannot start: %d\n", err);

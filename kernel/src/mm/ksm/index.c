@@ -4,13 +4,19 @@
  * looked up by it, the stable table of KSM pages and the candidate table
  * of this pass.
  *
- * The hash reads a sample of the page, one 64-bit word out of every eight,
- * at offsets drawn once per boot, and mixes them with a per-boot key. It
- * need not be exact, only cheap and hard to steer: a hit is always followed
- * by a full comparison of the two pages, so a collision costs time, never
- * content. The same hash tells ksmd whether a page changed since its last
- * visit; a change that no sampled word sees lets the page in as a candidate
- * one pass early, which again only costs a comparison.
+ * The hash is a keyed hash of a sample of the page, one 64-bit word out of
+ * every eight at offsets drawn once per boot, folded with a checksum of
+ * every word. It need not be exact: a hit is always followed by a full
+ * comparison of the two pages, so a collision costs time, never content.
+ * But pages that differ in a few words are common (arrays of struct page,
+ * page tables, mostly-zero pages carrying an id), and with the sample
+ * alone they collided whenever no sampled word differed, flooded one hash
+ * and kept real duplicates out of the candidate table (seen with two VMs
+ * booted from one image: a third of their guest RAM never merged, at
+ * random from boot to boot as the sample moved). The checksum of the whole
+ * page keeps such pages apart. Crafted collisions of the checksum remain
+ * possible without the key; a keyed hash of the whole page is the cure.
+ * The same values tell ksmd whether a page changed since its last visit.
  */
 #include <linux/highmem.h>
 #include <linux/random.h>
@@ -74,33 +80,29 @@ static u32 sp_sum_words(const u64 *w)
  * sp_read_page - what a visit learns of a page's content
  * @page: the page, referenced by the caller
  *
- * Return: the page's sampled hash and its checksum.
+ * Return: the page's hash (its sampled hash folded with its checksum) and
+ * its checksum.
  */
 struct sp_content sp_read_page(struct page *page)
 {
 	const u64 *w = kmap_local_page(page);
-	struct sp_content c = {
-		.hash = sp_hash_words(w),
-		.sum = sp_sum_words(w),
-	};
+	struct sp_content c;
 
+	c.sum = sp_sum_words(w);
+	c.hash = sp_hash_words(w) ^ c.sum;
 	kunmap_local(w);
 	return c;
 }
 
 /**
- * sp_hash_page - keyed hash of a sample of a page's content
+ * sp_hash_page - the index hash of a page's content
  * @page: the page, referenced by the caller
  *
  * Return: the hash; equal pages always have equal hashes.
  */
 u32 sp_hash_page(struct page *page)
 {
-	const u64 *w = kmap_local_page(page);
-	u32 h = sp_hash_words(w);
-
-	kunmap_local(w);
-	return h;
+	return sp_read_page(page).hash;
 }
 
 static void __init sp_hash_init(void)
@@ -116,13 +118,16 @@ static void __init sp_hash_init(void)
 /*
  * Candidate table entries: virtual page number, slot id and twelve bits
  * of the hash, so that most probes that cannot match are refused without
- * looking further. Zero is an empty entry (slot ids start at 1).
+ * looking further. Zero is an empty entry (slot ids start at 1), and
+ * SP_CE_DEAD, with slot id 0 too, one whose candidate was found gone: it
+ * keeps the probe sequences that pass it intact until the table is emptied.
  */
 #define SP_CE_TAG_BITS	12
 #define SP_CE_ID_BITS	16
 #define SP_CE_VPN_SHIFT	(SP_CE_TAG_BITS + SP_CE_ID_BITS)
 #define SP_CE_VPN_MAX	(U64_MAX >> SP_CE_VPN_SHIFT)
 #define SP_CE_ID_MAX	((1U << SP_CE_ID_BITS) - 1)
+#define SP_CE_DEAD	((u64)1)
 /* Hits on one hash worth confirming: past this, collisions are an attack. */
 #define SP_PROBE_HITS	8
 
@@ -227,7 +232,8 @@ bool sp_probe_next(struct sp_probe *p, unsigned int *id, unsigned long *vpn)
 		return false;
 	mask = (1UL << t->bits) - 1;
 	for (; (e = t->slots[p->pos]); p->pos = (p->pos + 1) & mask) {
-		if ((e ^ p->hash) & GENMASK_ULL(SP_CE_TAG_BITS - 1, 0))
+		if (e == SP_CE_DEAD ||
+		    ((e ^ p->hash) & GENMASK_ULL(SP_CE_TAG_BITS - 1, 0)))
 			continue;
 		if (++p->seen > SP_PROBE_HITS)
 			return false;
@@ -237,6 +243,28 @@ bool sp_probe_next(struct sp_probe *p, unsigned int *id, unsigned long *vpn)
 		return true;
 	}
 	return false;
+}
+
+/**
+ * sp_probe_forget - drop the candidate sp_probe_next() returned last
+ * @p: the probe state
+ *
+ * For a candidate found gone: unmapped, changed or merged since it was
+ * added (the pieces of a huge page that a split mapped to the zero page,
+ * say). It then costs no later probe anything, and this probe does not
+ * count it against SP_PROBE_HITS, so that stale entries cannot keep live
+ * ones from pairing. Every entry is forgotten at most once a pass, so what
+ * this forgives is bounded by the insertions of the pass.
+ */
+void sp_probe_forget(struct sp_probe *p)
+{
+	struct sp_cand_table *t = p->t;
+	unsigned long last = (p->pos - 1) & ((1UL << t->bits) - 1);
+
+	if (WARN_ON_ONCE(!p->seen || !t->slots[last]))
+		return;
+	t->slots[last] = SP_CE_DEAD;
+	p->seen--;
 }
 
 /**

@@ -10,6 +10,7 @@
  *   rmap.c     the rmap side: walks, migration, swap-in, memory failure
  *   advisor.c  the scan-time advisor, which retunes pages_to_scan
  *   sysfs.c    /sys/kernel/mm/ksm and the per-process profit
+ *   hotplug.c  dropping nodes of memory that goes offline
  *
  * Data model. Every mm that ever asked for merging has a struct sp_slot.
  * Its xarray "pages", indexed by virtual page number, holds what ksmd
@@ -89,14 +90,30 @@ struct sp_sharer {
  * value: the content hash and a checksum of the whole page at the last
  * visit, whether it was counted as unshared (a candidate), and its
  * smart-scan age and remaining skips.
+ *
+ * An xarray value holds BITS_PER_LONG - 1 bits. On 64-bit the word keeps
+ * the whole 32-bit hash and 20 bits of the checksum; on 32-bit only 12 bits
+ * of each fit. Both serve as shortcuts only: they pick the candidates to
+ * compare and tell a changed page from an unchanged one, and every merge
+ * is confirmed by comparing the pages in full under write protection. So
+ * the fewer bits of 32-bit cost it extra compares, never content.
  */
-#define SP_ST_CAND		BIT_ULL(32)
-#define SP_ST_AGE_SHIFT		33
+#if BITS_PER_LONG == 64
+#define SP_ST_HASH_BITS		32
+#define SP_ST_SUM_BITS		20
+#else
+#define SP_ST_HASH_BITS		12
+#define SP_ST_SUM_BITS		10
+#endif
+#define SP_ST_HASH_MASK		GENMASK(SP_ST_HASH_BITS - 1, 0)
+#define SP_ST_CAND		BIT(SP_ST_HASH_BITS)
+#define SP_ST_AGE_SHIFT		(SP_ST_HASH_BITS + 1)
 #define SP_ST_AGE_BITS		4
 #define SP_ST_SKIP_SHIFT	(SP_ST_AGE_SHIFT + SP_ST_AGE_BITS)
 #define SP_ST_SKIP_BITS		4
 #define SP_ST_SUM_SHIFT		(SP_ST_SKIP_SHIFT + SP_ST_SKIP_BITS)
-#define SP_ST_SUM_BITS		20
+#define SP_ST_SUM_MASK		GENMASK(SP_ST_SUM_BITS - 1, 0)
+static_assert(SP_ST_SUM_SHIFT + SP_ST_SUM_BITS <= BITS_PER_LONG - 1);
 
 /* What a visit reads of a page: its hash and its checksum. */
 struct sp_content {
@@ -107,28 +124,34 @@ struct sp_content {
 static inline unsigned long sp_st_make(struct sp_content c, bool cand,
 				       unsigned int age, unsigned int skip)
 {
-	return (unsigned long)c.hash | (cand ? SP_ST_CAND : 0) |
+	return (c.hash & SP_ST_HASH_MASK) | (cand ? SP_ST_CAND : 0) |
 	       ((unsigned long)age << SP_ST_AGE_SHIFT) |
 	       ((unsigned long)skip << SP_ST_SKIP_SHIFT) |
-	       ((unsigned long)(c.sum & GENMASK(SP_ST_SUM_BITS - 1, 0)) <<
-		SP_ST_SUM_SHIFT);
+	       ((c.sum & SP_ST_SUM_MASK) << SP_ST_SUM_SHIFT);
 }
 
+/* The bits of the hash that state word @st keeps. */
 static inline u32 sp_st_hash(unsigned long st)
 {
-	return (u32)st;
+	return st & SP_ST_HASH_MASK;
+}
+
+/* Could a page of hash @hash be the one state word @st saw? */
+static inline bool sp_st_hash_is(unsigned long st, u32 hash)
+{
+	return sp_st_hash(st) == (hash & SP_ST_HASH_MASK);
 }
 
 static inline u32 sp_st_sum(unsigned long st)
 {
-	return (st >> SP_ST_SUM_SHIFT) & GENMASK(SP_ST_SUM_BITS - 1, 0);
+	return (st >> SP_ST_SUM_SHIFT) & SP_ST_SUM_MASK;
 }
 
 /* Did the page keep the content that state word @st saw? */
 static inline bool sp_st_same(unsigned long st, struct sp_content c)
 {
-	return sp_st_hash(st) == c.hash &&
-	       sp_st_sum(st) == (c.sum & GENMASK(SP_ST_SUM_BITS - 1, 0));
+	return sp_st_hash_is(st, c.hash) &&
+	       sp_st_sum(st) == (c.sum & SP_ST_SUM_MASK);
 }
 
 static inline bool sp_st_cand(unsigned long st)
@@ -229,6 +252,7 @@ void sp_cand_reset(struct sp_cand_table *t, unsigned long expect);
 void sp_cand_free(struct sp_cand_table *t);
 void sp_probe_start(struct sp_probe *p, struct sp_cand_table *t, u32 hash);
 bool sp_probe_next(struct sp_probe *p, unsigned int *id, unsigned long *vpn);
+void sp_probe_forget(struct sp_probe *p);
 bool sp_probe_insert(struct sp_probe *p, unsigned int id, unsigned long vpn);
 
 /* The stable table: KSM pages by content hash. */
@@ -249,6 +273,26 @@ void sp_stable_for_each(struct sp_stable_table *t,
 
 extern struct sp_cand_table sp_cands;
 extern struct sp_stable_table sp_stable;
+
+/* hotplug.c: ranges of memory going offline, during which ksmd waits. */
+#ifdef CONFIG_MEMORY_HOTREMOVE
+extern atomic_t sp_offlining;
+int sp_hotplug_init(void);
+#else
+static inline int sp_hotplug_init(void)
+{
+	return 0;
+}
+#endif
+
+static inline bool sp_offline_pending(void)
+{
+#ifdef CONFIG_MEMORY_HOTREMOVE
+	return atomic_read(&sp_offlining);
+#else
+	return false;
+#endif
+}
 int sp_index_init(void);
 unsigned long sp_index_bytes(void);
 

@@ -475,19 +475,27 @@ fail:
 	return false;
 }
 
+/* What became of a candidate that a probe offered. */
+enum sp_pair {
+	SP_PAIR_DONE,		/* merged, or undone: this visit is done */
+	SP_PAIR_NO,		/* no pair: another content, node, or THP */
+	SP_PAIR_GONE,		/* no candidate any more: forget the entry */
+};
+
 /*
  * Confirm candidate (@id, @tvpn) for @page: same hash in its state word,
- * same bytes, and merge the two. True when this visit is done.
+ * same bytes, and merge the two.
  */
-static bool sp_pair_with(struct sp_slot *slot, unsigned long addr,
-			 struct page *page, u32 hash, unsigned int id,
-			 unsigned long tvpn)
+static enum sp_pair sp_pair_with(struct sp_slot *slot, unsigned long addr,
+				 struct page *page, u32 hash, unsigned int id,
+				 unsigned long tvpn)
 {
 	struct sp_get_req g = { .addr = tvpn << PAGE_SHIFT };
+	enum sp_pair ret = SP_PAIR_NO;
 	struct mm_struct *tmm = NULL;
 	struct page *tpage;
 	struct sp_slot *t;
-	bool done = false;
+	unsigned long st;
 	void *e;
 
 	spin_lock(&sp_slots_lock);
@@ -496,14 +504,26 @@ static bool sp_pair_with(struct sp_slot *slot, unsigned long addr,
 		tmm = t->mm;
 	spin_unlock(&sp_slots_lock);
 	if (!tmm)
-		return false;
+		return SP_PAIR_GONE;
+	/*
+	 * An entry whose page is no candidate now (changed, merged, unmapped)
+	 * is stale; one that is a candidate of another hash, sharing twelve
+	 * bits of this one, is not.
+	 */
 	e = xa_load(&t->pages, tvpn);
-	if (xa_is_value(e) && sp_st_cand(xa_to_value(e)) &&
-	    sp_st_hash(xa_to_value(e)) == hash)
-		sp_with_vma(tmm, g.addr, sp_get_fn, &g);
-	tpage = g.page;
-	if (!tpage)
+	st = xa_is_value(e) ? xa_to_value(e) : 0;
+	if (!sp_st_cand(st)) {
+		ret = SP_PAIR_GONE;
 		goto out;
+	}
+	if (!sp_st_hash_is(st, hash))
+		goto out;
+	sp_with_vma(tmm, g.addr, sp_get_fn, &g);
+	tpage = g.page;
+	if (!tpage) {
+		ret = SP_PAIR_GONE;
+		goto out;
+	}
 	if (page_folio(tpage) == page_folio(page)) {
 		/*
 		 * The same page (shared since a fork), or two pieces of one
@@ -519,13 +539,13 @@ static bool sp_pair_with(struct sp_slot *slot, unsigned long addr,
 	}
 	if ((READ_ONCE(sp_merge_across_nodes) ||
 	     page_to_nid(tpage) == page_to_nid(page)) &&
-	    sp_pages_same(page, tpage))
-		done = sp_merge_pair(slot, addr, page, t, tvpn << PAGE_SHIFT,
-				     tpage, hash);
+	    sp_pages_same(page, tpage) &&
+	    sp_merge_pair(slot, addr, page, t, tvpn << PAGE_SHIFT, tpage, hash))
+		ret = SP_PAIR_DONE;
 	put_page(tpage);
 out:
 	mmput_async(tmm);
-	return done;
+	return ret;
 }
 
 /* Pair with an equal candidate, or become one. */
@@ -543,8 +563,15 @@ static void sp_try_candidates(struct sp_slot *slot, unsigned long addr,
 	while (sp_probe_next(&p, &id, &tvpn)) {
 		if (id == slot->id && tvpn == vpn)
 			continue;
-		if (sp_pair_with(slot, addr, page, hash, id, tvpn))
+		switch (sp_pair_with(slot, addr, page, hash, id, tvpn)) {
+		case SP_PAIR_DONE:
 			return;
+		case SP_PAIR_GONE:
+			sp_probe_forget(&p);
+			break;
+		case SP_PAIR_NO:
+			break;
+		}
 	}
 	sp_keep(slot, vpn, c, sp_probe_insert(&p, slot->id, vpn), st);
 }
@@ -947,7 +974,8 @@ int sp_unmerge_all(void)
 
 static bool sp_should_run(void)
 {
-	return (READ_ONCE(sp_run) & SP_RUN_MERGE) && !list_empty(&sp_slots);
+	return (READ_ONCE(sp_run) & SP_RUN_MERGE) && !list_empty(&sp_slots) &&
+	       !sp_offline_pending();
 }
 
 /*

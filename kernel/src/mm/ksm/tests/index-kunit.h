@@ -25,6 +25,33 @@ static void sp_test_hash(struct kunit *test)
 	__free_page(b);
 }
 
+/*
+ * Pages that differ in one word, wherever it is (an id or a counter in a
+ * mostly-zero page), have different hashes: none of them may crowd the
+ * others out of the index.
+ */
+static void sp_test_hash_whole_page(struct kunit *test)
+{
+	struct page *page = alloc_page(GFP_KERNEL | __GFP_ZERO);
+	unsigned int i, same = 0;
+	u32 zero;
+	u64 *w;
+
+	KUNIT_ASSERT_NOT_NULL(test, page);
+	zero = sp_hash_page(page);
+	for (i = 0; i < PAGE_SIZE / sizeof(u64); i++) {
+		w = kmap_local_page(page);
+		w[i] = i + 1;
+		kunmap_local(w);
+		same += sp_hash_page(page) == zero;
+		w = kmap_local_page(page);
+		w[i] = 0;
+		kunmap_local(w);
+	}
+	KUNIT_EXPECT_EQ(test, same, 0U);
+	__free_page(page);
+}
+
 static void sp_test_samples(struct kunit *test)
 {
 	unsigned int i;
@@ -92,6 +119,45 @@ static void sp_test_cand_collisions(struct kunit *test)
 	sp_cand_free(&t);
 }
 
+/*
+ * More stale candidates of one hash than a probe confirms: forgotten as
+ * they are found gone, they keep no later candidate from being found.
+ */
+static void sp_test_cand_forget(struct kunit *test)
+{
+	struct sp_cand_table t = { };
+	const unsigned int stale = 3 * SP_PROBE_HITS;
+	unsigned int id, i, seen = 0;
+	struct sp_probe p;
+	unsigned long vpn;
+
+	sp_cand_reset(&t, 1000);
+	for (i = 1; i <= stale + 1; i++) {
+		sp_probe_start(&p, &t, 0xfeed);
+		while (sp_probe_next(&p, &id, &vpn))
+			sp_probe_forget(&p);	/* every older one is gone */
+		KUNIT_EXPECT_TRUE(test, sp_probe_insert(&p, i, i));
+	}
+	/* Only the last one is left to find, with nothing in the way. */
+	sp_probe_start(&p, &t, 0xfeed);
+	while (sp_probe_next(&p, &id, &vpn)) {
+		KUNIT_EXPECT_EQ(test, id, stale + 1);
+		seen++;
+	}
+	KUNIT_EXPECT_EQ(test, seen, 1U);
+	/* Without forgetting, a probe gives up past SP_PROBE_HITS hits. */
+	sp_cand_reset(&t, 1000);
+	for (i = 1; i <= stale; i++) {
+		sp_probe_start(&p, &t, 0xfeed);
+		while (sp_probe_next(&p, &id, &vpn))
+			;
+		if (!sp_probe_insert(&p, i, i))
+			break;
+	}
+	KUNIT_EXPECT_EQ(test, i, SP_PROBE_HITS + 2);	/* nine fit */
+	sp_cand_free(&t);
+}
+
 static void sp_test_cand_limits(struct kunit *test)
 {
 	struct sp_cand_table t = { };
@@ -148,8 +214,9 @@ static void sp_test_state_word(struct kunit *test)
 	struct sp_content c = { .hash = 0xdeadbeef, .sum = 0xfabcde };
 	unsigned long st = sp_st_make(c, true, 9, 5);
 
-	KUNIT_EXPECT_EQ(test, sp_st_hash(st), 0xdeadbeefU);
-	KUNIT_EXPECT_EQ(test, sp_st_sum(st), 0xabcdeU);
+	KUNIT_EXPECT_EQ(test, sp_st_hash(st), 0xdeadbeefU & SP_ST_HASH_MASK);
+	KUNIT_EXPECT_TRUE(test, sp_st_hash_is(st, 0xdeadbeef));
+	KUNIT_EXPECT_EQ(test, sp_st_sum(st), 0xfabcdeU & SP_ST_SUM_MASK);
 	KUNIT_EXPECT_TRUE(test, sp_st_same(st, c));
 	c.sum ^= 1;
 	KUNIT_EXPECT_FALSE(test, sp_st_same(st, c));
@@ -192,9 +259,11 @@ static void sp_test_change_seen(struct kunit *test)
 
 static struct kunit_case sp_index_cases[] = {
 	KUNIT_CASE(sp_test_hash),
+	KUNIT_CASE(sp_test_hash_whole_page),
 	KUNIT_CASE(sp_test_samples),
 	KUNIT_CASE(sp_test_cand_basic),
 	KUNIT_CASE(sp_test_cand_collisions),
+	KUNIT_CASE(sp_test_cand_forget),
 	KUNIT_CASE(sp_test_cand_limits),
 	KUNIT_CASE(sp_test_stable),
 	KUNIT_CASE(sp_test_state_word),

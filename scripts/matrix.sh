@@ -1,0 +1,73 @@
+#!/bin/bash
+# matrix.sh [NAME...]: build our tree under each kernel configuration of
+# the matrix and boot it with a short plan (tests/plan-matrix: the kernel's
+# KSM selftests and a smoke run of ours). "test" is the test config (make
+# test's kernel); every other NAME is the test config with the fragment
+# kernel/config/matrix/NAME.config on top. One line a configuration, then
+# "N passed, N failed". Logs in build/logs/matrix/NAME/.
+#
+# A configuration passes when it builds and its guest run reports no
+# failure and no splat. Each build is a cold one (10-15 minutes here), so
+# the whole matrix takes about two hours; it is not part of make test.
+set -euo pipefail
+. "$(dirname "$0")/common.sh"
+
+if [ "$#" -gt 0 ]; then
+	names=("$@")
+else
+	names=(test)
+	for f in "$TOP"/kernel/config/matrix/*.config; do
+		names+=("$(basename "$f" .config)")
+	done
+fi
+
+out=$BUILD/logs/matrix
+mkdir -p "$out"
+pass=0 fail=0
+
+# boot_one NAME FLAVOUR: the short plan on FLAVOUR's kernel; 0 if clean.
+boot_one() {
+	local dir=$out/$1 arch
+	arch=$(sed -n '1s/^# arch: *//p' "$TOP/kernel/config/matrix/$1.config" 2>/dev/null || true)
+	if [ -n "$arch" ] && [ "$arch" != x86_64 ]; then
+		echo "no $arch guest userspace (static $arch test binaries)" > "$dir/why"
+		return 1
+	fi
+	# Without sysfs the suites cannot drive ksmd: a plan of its own.
+	local append=
+	[ "$1" = sysfs-off ] && append=samepage.plan=plan-nosysfs
+	APPEND=$append GUEST=$BUILD/guest-matrix LOGS=$dir \
+		"$TOP/scripts/run-tests.sh" "$2" > "$dir/report" 2>&1
+}
+
+[ -f "$BUILD/guest-matrix/initramfs.cpio.gz" ] && [ -z "${REBUILD_GUEST:-}" ] ||
+	GUEST=$BUILD/guest-matrix PLAN=$TOP/tests/plan-matrix \
+		"$TOP/scripts/build-guest.sh" >/dev/null 2>&1 ||
+	die "could not build the matrix guest (PLAN=tests/plan-matrix scripts/build-guest.sh)"
+
+for name in "${names[@]}"; do
+	flavour=matrix-$name
+	[ "$name" = test ] && flavour=ksm
+	dir=$out/$name
+	mkdir -p "$dir"
+	rm -f "$dir/why"
+	start=$(date +%s)
+	if ! "$TOP/scripts/build-kernel.sh" "$flavour" > "$dir/build.log" 2>&1; then
+		fail=$((fail + 1))
+		printf 'FAIL  %-20s build (%s s): %s\n' "$name" "$(($(date +%s) - start))" \
+			"$(grep -m1 -E 'error|config:' "$dir/build.log" || tail -n1 "$dir/build.log")"
+		continue
+	fi
+	built=$(($(date +%s) - start))
+	if boot_one "$name" "$flavour"; then
+		pass=$((pass + 1))
+		printf 'PASS  %-20s build %s s, %s\n' "$name" "$built" \
+			"$(tail -n1 "$dir/report")"
+	else
+		fail=$((fail + 1))
+		printf 'FAIL  %-20s build %s s, guest: %s\n' "$name" "$built" \
+			"$(cat "$dir/why" 2>/dev/null || tail -n1 "$dir/report")"
+	fi
+done
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
