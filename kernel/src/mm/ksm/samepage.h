@@ -273,6 +273,8 @@ void sp_stable_for_each(struct sp_stable_table *t,
 
 extern struct sp_cand_table sp_cands;
 extern struct sp_stable_table sp_stable;
+int sp_index_init(void);
+unsigned long sp_index_bytes(void);
 
 /* hotplug.c: ranges of memory going offline, during which ksmd waits. */
 #ifdef CONFIG_MEMORY_HOTREMOVE
@@ -293,8 +295,6 @@ static inline bool sp_offline_pending(void)
 	return false;
 #endif
 }
-int sp_index_init(void);
-unsigned long sp_index_bytes(void);
 
 /* sysfs.c */
 int sp_sysfs_init(void);
