@@ -121,38 +121,34 @@ table() {
 	}' "$out/stock/metrics.txt" "$out/ksm/metrics.txt"
 }
 
+# plot_clones PNG TITLE YLABEL COLUMN: column COLUMN of both kernels'
+# clones.dat over time, into PNG.
+plot_clones() {
+	gnuplot <<-EOF
+	set terminal $(gnuplot_term) size 900,540
+	set output '$out/$1'
+	set title 'clones: $2'
+	set xlabel 'guest seconds since ksmd started ($mode)'
+	set ylabel '$3'
+	set key bottom right
+	set grid
+	plot '$out/stock/clones.dat' using 1:$4 with lines lw 2 title 'stock', \
+	     '$out/ksm/clones.dat' using 1:$4 with lines lw 2 dt 2 title 'ours'
+	EOF
+}
+
 # plot TITLE: memory saved over time, both kernels, into clones.png; and
 # ksmd's CPU time over the same run into clones-cpu.png, when both
 # clones.dat have it (the third column).
 plot() {
-	local term=png f
-	gnuplot -e 'set terminal pngcairo' 2>/dev/null && term=pngcairo
-	gnuplot <<-EOF
-	set terminal $term size 900,540
-	set output '$out/clones.png'
-	set title 'clones: $1'
-	set xlabel 'guest seconds since ksmd started ($mode)'
-	set ylabel 'memory saved (MiB)'
-	set key bottom right
-	set grid
-	plot '$out/stock/clones.dat' using 1:2 with lines lw 2 title 'stock', \
-	     '$out/ksm/clones.dat' using 1:2 with lines lw 2 dt 2 title 'ours'
-	EOF
+	local f
+	plot_clones clones.png "$1" 'memory saved (MiB)' 2
 	for f in stock ksm; do
 		awk 'NF < 3 { bad = 1 } END { exit bad || !NR }' \
 			"$out/$f/clones.dat" || return 0
 	done
-	gnuplot <<-EOF
-	set terminal $term size 900,540
-	set output '$out/clones-cpu.png'
-	set title 'clones: $1 (ksmd CPU; the slope is the CPU share)'
-	set xlabel 'guest seconds since ksmd started ($mode)'
-	set ylabel 'ksmd CPU time since ksmd started (s)'
-	set key bottom right
-	set grid
-	plot '$out/stock/clones.dat' using 1:3 with lines lw 2 title 'stock', \
-	     '$out/ksm/clones.dat' using 1:3 with lines lw 2 dt 2 title 'ours'
-	EOF
+	plot_clones clones-cpu.png "$1 (ksmd CPU; the slope is the CPU share)" \
+		'ksmd CPU time since ksmd started (s)' 3
 }
 
 mkdir -p "$out"

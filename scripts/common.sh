@@ -21,3 +21,12 @@ src_of() {
 	*) die "unknown kernel flavour '$1' (ksm, stock, noksm, ksm-bench, stock-bench, matrix-NAME)" ;;
 	esac
 }
+
+# gnuplot_term: pngcairo where gnuplot has it, else png.
+gnuplot_term() {
+	if gnuplot -e 'set terminal pngcairo' 2>/dev/null; then
+		echo pngcairo
+	else
+		echo png
+	fi
+}

@@ -35,10 +35,8 @@ function val(key,   m) {
 }' "$in" > "$dir/demo.dat"
 [ -s "$dir/demo.dat" ] || die "no snapshots in $in"
 
-term=png
-gnuplot -e 'set terminal pngcairo' 2>/dev/null && term=pngcairo
 gnuplot <<-EOF
-set terminal $term size 900,540
+set terminal $(gnuplot_term) size 900,540
 set output '$dir/demo.png'
 set title 'make demo: KSM merging six clones of one memory image (ksmtop --json)'
 set xlabel 'guest seconds'
