@@ -3,6 +3,10 @@
 #                      then plot the run into build/logs/ksm-demo/demo.png
 #   make test          build our kernel, boot it, run every suite
 #   make test KSM=n    the same with CONFIG_KSM off: must fail (negative check)
+#   make test DEBUG=kasan  the suites on our kernel with KASAN, lockdep,
+#                      DEBUG_VM, DEBUG_LIST and SLUB debugging (slower)
+#   make test SOAK=600 ksm_stress alone for that many seconds (any kernel
+#                      flavour; with DEBUG=kasan, the soak; not in CI)
 #   make test-stock    the suites on the pristine kernel (same config)
 #   make bench         stock and ours side by side, ratios and a plot
 #   make abi-diff      one KSM workload on stock and ours: what a user sees, diffed
@@ -13,7 +17,11 @@
 
 SHELL := /bin/bash
 S := scripts
-FLAVOUR := $(if $(filter n,$(KSM)),noksm,ksm)
+FLAVOUR := $(if $(filter n,$(KSM)),noksm,$(if $(filter kasan,$(DEBUG)),ksm-kasan,ksm))
+# SOAK=SECONDS: the soak plan, each test (and the whole boot) bounded to
+# match; KASAN's kernel runs the suites several times slower.
+RUN_ENV := $(if $(SOAK),APPEND="samepage.plan=plan-soak samepage.soak=$(SOAK) samepage.limit=$$(($(SOAK) * 3 + 300))" TIMEOUT=$$(($(SOAK) * 3 + 900))) \
+	$(if $(filter kasan,$(DEBUG)),$(if $(SOAK),,TIMEOUT=6000 APPEND=samepage.limit=1800))
 
 .PHONY: all demo test test-stock bench abi-diff series matrix kernel stock-kernel \
 	noksm-kernel guest deps clean guest-progs
@@ -39,7 +47,7 @@ guest: deps
 test: deps
 	@$(S)/build-kernel.sh $(FLAVOUR)
 	@$(S)/build-guest.sh
-	@$(S)/run-tests.sh $(FLAVOUR)
+	@$(RUN_ENV) $(S)/run-tests.sh $(FLAVOUR)
 
 test-stock: deps
 	@$(S)/build-kernel.sh stock
@@ -76,7 +84,10 @@ clean:
 	rm -rf build
 
 # Guest programs: static C, one binary per source file, into $(GUEST_BIN).
+# GUEST_CC: the compiler, with any target flags (build-guest.sh passes
+# "gcc -m32 ..." for an i386 guest).
 GUEST_BIN ?= build/guest/root/guest/bin
+GUEST_CC ?= gcc
 HDR ?= build/guest/hdr/include
 GUEST_CFLAGS := -static -O2 -Wall -Wextra -Werror -Wno-unused-parameter \
 	-D_GNU_SOURCE -isystem $(HDR) -Itests/lib
@@ -92,13 +103,13 @@ guest-progs: $(patsubst %.c,$(GUEST_BIN)/%,$(notdir $(GUEST_SRCS) $(GUEST_KTOOLS
 define guest_rule
 $(GUEST_BIN)/$(basename $(notdir $(1))): $(1) $(GUEST_LIB) $(GUEST_HDRS)
 	@mkdir -p $(GUEST_BIN)
-	gcc $(GUEST_CFLAGS) -o $$@ $(1) $(GUEST_LIB) -lpthread -lnuma
+	$(GUEST_CC) $(GUEST_CFLAGS) -o $$@ $(1) $(GUEST_LIB) -lpthread -lnuma
 endef
 $(foreach s,$(GUEST_SRCS),$(eval $(call guest_rule,$(s))))
 
 define guest_ktool_rule
 $(GUEST_BIN)/$(basename $(notdir $(1))): $(1)
 	@mkdir -p $(GUEST_BIN)
-	gcc $(GUEST_CFLAGS) -o $$@ $(1)
+	$(GUEST_CC) $(GUEST_CFLAGS) -o $$@ $(1)
 endef
 $(foreach s,$(GUEST_KTOOLS),$(eval $(call guest_ktool_rule,$(s))))

@@ -81,7 +81,7 @@ struct sample {
 };
 
 static long clk_tck;
-static pid_t ksmd_pid;
+static pid_t ksmd;
 static int errors;
 
 static double now(void)
@@ -145,7 +145,7 @@ static long ksmd_ticks(void)
 	FILE *f;
 	int n;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", ksmd_pid);
+	snprintf(path, sizeof(path), "/proc/%d/stat", ksmd);
 	f = fopen(path, "r");
 	if (!f)
 		return -1;
@@ -574,10 +574,10 @@ int main(void)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	clk_tck = sysconf(_SC_CLK_TCK);
-	ksmd_pid = find_ksmd();
+	ksmd = find_ksmd();
 	printf("# ksm_bench: page size %zu, clock ticks %ld/s, ksmd pid %d\n",
-	       page_size, clk_tck, ksmd_pid);
-	if (ksmd_pid < 0 || ksm_read("run") < 0) {
+	       page_size, clk_tck, ksmd);
+	if (ksmd < 0 || ksm_read("run") < 0) {
 		fail("no ksmd or no %s", KSM_DIR);
 	} else {
 		bench_clones();

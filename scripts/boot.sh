@@ -4,7 +4,11 @@
 # (test, bench, demo, shell). Console log and results land in
 # build/logs/FLAVOUR-MODE/{console,ktap}.log.
 # ICOUNT=1 makes guest time a function of instructions executed (bench);
-# SMP sets the number of guest CPUs (default 2).
+# SMP sets the number of guest CPUs (default 2); QEMU_ARCH=i386 boots with
+# qemu-system-i386 (make matrix's 32-bit kernel), default x86_64.
+# In test mode the guest has two 128 MiB pc-dimm devices besides its RAM,
+# left offline by the guest kernel until a test onlines them and ejects
+# them again through ACPI (tests/ksm_hotremove.c: memory hot-remove).
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 
@@ -22,8 +26,8 @@ rm -f "$logs/console.log" "$logs/ktap.log"
 mem=${MEM:-2G}
 limit=${TIMEOUT:-1500}
 append="console=ttyS0 numa=fake=2 panic=-1 samepage.mode=$mode ${APPEND:-}"
-qemu=(qemu-system-x86_64 -m "$mem" -smp "${SMP:-2}" -nographic -no-reboot
-      -kernel "$kernel" -initrd "$initrd" -monitor none)
+qemu=("qemu-system-${QEMU_ARCH:-x86_64}" -smp "${SMP:-2}" -nographic -no-reboot
+      -kernel "$kernel" -initrd "$initrd")
 if [ "${ICOUNT:-0}" = 1 ]; then
 	qemu+=(-icount shift=4,sleep=off)
 fi
@@ -37,11 +41,23 @@ demo|shell)
 		rm -f "$logs/demo.jsonl"
 		serial2=file:$logs/demo.jsonl
 	fi
-	qemu+=(-serial mon:stdio -serial "$serial2" -append "$append quiet")
+	qemu+=(-m "$mem" -monitor none -serial mon:stdio -serial "$serial2"
+	       -append "$append quiet")
 	exec "${qemu[@]}" ;;
 *)
-	qemu+=(-serial "file:$logs/console.log" -serial "file:$logs/ktap.log"
-	       -append "$append")
+	qemu+=(-serial "file:$logs/console.log" -serial "file:$logs/ktap.log")
+	if [ "$mode" = test ] && [ "${QEMU_ARCH:-x86_64}" = x86_64 ]; then
+		# slab_nomerge: the KSM caches show in /proc/slabinfo under
+		# their own names (tests/ksm_faults.c counts their objects).
+		qemu+=(-append "$append slab_nomerge" -m "$mem,slots=2,maxmem=4G"
+		       -monitor none)
+		for d in dimm0 dimm1; do
+			qemu+=(-object "memory-backend-ram,id=mem-$d,size=128M"
+			       -device "pc-dimm,id=$d,memdev=mem-$d")
+		done
+	else
+		qemu+=(-append "$append" -m "$mem" -monitor none)
+	fi
 	note "booting $flavour ($mode), logs in $logs"
 	rc=0
 	timeout "$limit" "${qemu[@]}" </dev/null || rc=$?

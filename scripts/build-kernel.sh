@@ -3,7 +3,8 @@
 # and build one kernel. Flavours: ksm (our series), stock (pristine tree, same
 # config), noksm (our series with CONFIG_KSM off: the negative check), and
 # ksm-bench, stock-bench (both trees with kernel/config/bench.config, which
-# turns the debugging off, for make bench), and matrix-NAME (our tree with
+# turns the debugging off, for make bench), ksm-kasan (our tree with
+# kernel/config/kasan.config: make test DEBUG=kasan), and matrix-NAME (our tree with
 # the fragment kernel/config/matrix/NAME.config on top, for make matrix; a
 # fragment whose first line is "# arch: i386" builds for that ARCH).
 # The image lands in build/FLAVOUR/bzImage.
@@ -39,6 +40,7 @@ mkdir -p "$obj" "$out"
 frags=("$frag")
 case $flavour in
 ksm) frags+=("$TOP/kernel/config/series.config") ;;
+ksm-kasan) frags+=("$TOP/kernel/config/series.config" "$TOP/kernel/config/kasan.config") ;;
 matrix-*) frags+=("$TOP/kernel/config/series.config" "$mfrag") ;;
 *-bench) frags+=("$TOP/kernel/config/bench.config") ;;
 esac

@@ -17,8 +17,8 @@ note() { echo ">> $*" >&2; }
 src_of() {
 	case $1 in
 	stock|stock-bench) echo "$SRC_STOCK" ;;
-	ksm|noksm|ksm-bench|matrix-*) echo "$SRC_KSM" ;;
-	*) die "unknown kernel flavour '$1' (ksm, stock, noksm, ksm-bench, stock-bench, matrix-NAME)" ;;
+	ksm|noksm|ksm-bench|ksm-kasan|matrix-*) echo "$SRC_KSM" ;;
+	*) die "unknown kernel flavour '$1' (ksm, stock, noksm, ksm-bench, stock-bench, ksm-kasan, matrix-NAME)" ;;
 	esac
 }
 

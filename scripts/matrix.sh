@@ -27,16 +27,30 @@ pass=0 fail=0
 
 # boot_one NAME FLAVOUR: the short plan on FLAVOUR's kernel; 0 if clean.
 boot_one() {
-	local dir=$out/$1 arch
+	local dir=$out/$1 arch guest=$BUILD/guest-matrix
 	arch=$(sed -n '1s/^# arch: *//p' "$TOP/kernel/config/matrix/$1.config" 2>/dev/null || true)
-	if [ -n "$arch" ] && [ "$arch" != x86_64 ]; then
+	case ${arch:-x86_64} in
+	x86_64) ;;
+	i386)
+		# A 32-bit kernel runs a 32-bit guest of its own (gcc -m32,
+		# i386 busybox), under qemu-system-i386.
+		guest=$BUILD/guest-matrix-i386
+		if [ ! -f "$guest/initramfs.cpio.gz" ] || [ -n "${REBUILD_GUEST:-}" ]; then
+			if ! { "$TOP/scripts/install-deps.sh" i386 &&
+			       GUEST_ARCH=i386 GUEST=$guest PLAN=$TOP/tests/plan-matrix \
+					"$TOP/scripts/build-guest.sh"; } > "$dir/guest.log" 2>&1; then
+				echo "could not build the i386 guest (see guest.log)" > "$dir/why"
+				return 1
+			fi
+		fi ;;
+	*)
 		echo "no $arch guest userspace (static $arch test binaries)" > "$dir/why"
-		return 1
-	fi
+		return 1 ;;
+	esac
 	# Without sysfs the suites cannot drive ksmd: a plan of its own.
 	local append=
 	[ "$1" = sysfs-off ] && append=samepage.plan=plan-nosysfs
-	APPEND=$append GUEST=$BUILD/guest-matrix LOGS=$dir \
+	APPEND=$append GUEST=$guest QEMU_ARCH=${arch:-x86_64} LOGS=$dir \
 		"$TOP/scripts/run-tests.sh" "$2" > "$dir/report" 2>&1
 }
 

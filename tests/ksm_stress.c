@@ -55,12 +55,14 @@
 #define NR_WORKERS	5
 #define NR_PAGES	384		/* per worker */
 #define NR_PATTERNS	12		/* shared patterns */
-#define RUN_SECONDS	30		/* guest time the workers run */
+#define RUN_SECONDS	30		/* guest time the workers run (-t) */
 #define MAX_OPS		400000		/* per worker, a cap besides time */
 #define VERIFY_ALL_EVERY 256		/* ops between two full checks */
 #define MAX_REPORTS	6		/* mismatches described per worker */
 #define PAUSE_EVERY	16		/* a worker naps once in so many ops */
 #define WORKER_NICE	10		/* ksmd runs at nice 5: let it keep up */
+
+static int run_seconds = RUN_SECONDS;
 
 /* Seeds of page contents: shared patterns, then one unique set a worker. */
 #define ZERO_SEED	0		/* the page reads all zero */
@@ -628,7 +630,7 @@ static int worker_main(void *arg, int id, int cmd, int reply)
 	kid_reply(reply, 'r');
 	if (kid_wait_cmd(cmd) != 'g')
 		return 3;
-	deadline = monotonic_seconds() + RUN_SECONDS;
+	deadline = monotonic_seconds() + run_seconds;
 	while (w->op < MAX_OPS && monotonic_seconds() < deadline) {
 		do_op(w, pick_op(w));
 		if (w->op % VERIFY_ALL_EVERY == 0) {
@@ -684,7 +686,7 @@ static bool worker_over(struct result *res, struct kids *k, int i)
 static void control(struct result *res, struct kids *k, struct run_stats *st)
 {
 	double t0 = monotonic_seconds(), next_reclaim = t0 + 1, t;
-	double flip_at[2] = { t0 + RUN_SECONDS * 0.35, t0 + RUN_SECONDS * 0.7 };
+	double flip_at[2] = { t0 + run_seconds * 0.35, t0 + run_seconds * 0.7 };
 	long scans0 = ksm_read("full_scans");
 	int flips = 0, done;
 
@@ -699,7 +701,7 @@ static void control(struct result *res, struct kids *k, struct run_stats *st)
 		if (done == NR_WORKERS)
 			break;
 		t = monotonic_seconds();
-		if (t > t0 + RUN_SECONDS + 60) {
+		if (t > t0 + run_seconds + 60) {
 			st->timed_out = true;
 			for (int i = 0; i < NR_WORKERS; i++)
 				if (!res[i].done && k->pid[i])
@@ -802,16 +804,26 @@ static bool some_sharing(void *arg)
 
 static char excluded[256];
 
-/* -s SEED: replay a run; -x OP,OP...: leave those operations out. */
+/*
+ * -s SEED: replay a run; -x OP,OP...: leave those operations out;
+ * -t SECONDS: run that long (a soak; make test SOAK=SECONDS).
+ */
 static int parse_args(int argc, char **argv)
 {
 	char *name;
 	int c, o;
 
-	while ((c = getopt(argc, argv, "s:x:")) != -1) {
+	while ((c = getopt(argc, argv, "s:t:x:")) != -1) {
 		switch (c) {
 		case 's':
 			seed = strtoul(optarg, NULL, 0);
+			break;
+		case 't':
+			run_seconds = atoi(optarg);
+			if (run_seconds <= 0) {
+				fprintf(stderr, "-t: seconds, more than 0\n");
+				return -1;
+			}
 			break;
 		case 'x':
 			snprintf(excluded, sizeof(excluded), "%s", optarg);
@@ -829,7 +841,7 @@ static int parse_args(int argc, char **argv)
 			}
 			break;
 		default:
-			fprintf(stderr, "usage: %s [-s seed] [-x op,...]\n",
+			fprintf(stderr, "usage: %s [-s seed] [-t seconds] [-x op,...]\n",
 				argv[0]);
 			return -1;
 		}
@@ -880,7 +892,7 @@ int main(int argc, char **argv)
 	two_nodes = !access("/sys/devices/system/node/node1", F_OK);
 	use_memcg = memcg_setup(&memcg_was_on);
 	ktap_diag("%d workers x %d pages, %d s; two nodes: %s; memcg reclaim: %s",
-		  NR_WORKERS, NR_PAGES, RUN_SECONDS, two_nodes ? "yes" : "no",
+		  NR_WORKERS, NR_PAGES, run_seconds, two_nodes ? "yes" : "no",
 		  use_memcg ? "yes" : "no");
 
 	CHECK(ksm_reset() == 0, "reset");

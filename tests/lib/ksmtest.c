@@ -430,7 +430,7 @@ void ksm_diag_rmap_items(void)
 /* ksmd sleeps this long between batches in step mode: only kicks wake it. */
 #define KSM_STEP_SLEEP 3600000
 
-static pid_t ksmd_pid(void)
+pid_t ksmd_pid(void)
 {
 	static pid_t pid;
 	struct dirent *d;
@@ -952,6 +952,7 @@ static bool splat_line(const char *line)
 int kernel_splats(void)
 {
 	int size = klogctl(10, NULL, 0), n, count = 0;
+	const char *oom_end = NULL;	/* in an OOM report until this */
 	char *buf, *line, *next;
 
 	if (size <= 0)
@@ -967,7 +968,14 @@ int kernel_splats(void)
 		next = strchr(line, '\n');
 		if (next)
 			*next++ = '\0';
-		count += splat_line(line);
+		/* The OOM killer's reports dump stacks: no splats. */
+		if (strstr(line, "invoked oom-killer"))
+			oom_end = "Killed process";
+		if (strstr(line, "oom_reaper: unable to reap"))
+			oom_end = "</TASK>";
+		count += !oom_end && splat_line(line);
+		if (oom_end && strstr(line, oom_end))
+			oom_end = NULL;
 	}
 	free(buf);
 	return count;

@@ -55,6 +55,9 @@ bool ksm_wait_scans(int scans);
 /* Wait until the counter @name reaches @value; false on timeout. */
 bool ksm_wait_counter(const char *name, long value);
 
+/* ksmd's pid; 0 if it cannot be found. */
+pid_t ksmd_pid(void);
+
 /* run=0: returns once ksmd is between two batches, so counters hold still. */
 int ksm_pause(void);
 int ksm_resume(void);	/* run=1 */
@@ -184,7 +187,10 @@ void ktap_skip_named(const char *name, const char *reason);
 /* KTAP: skip each of the @n tests @names for @why; returns ktap_finish(). */
 int ktap_skip_all(const char *const *names, size_t n, const char *why);
 
-/* Lines of the kernel log that look like a splat (as scripts/ktap.sh). */
+/*
+ * Lines of the kernel log that look like a splat (as scripts/ktap.sh),
+ * outside the OOM killer's and OOM reaper's reports.
+ */
 int kernel_splats(void);
 /*
  * Wait for @scans more full scans with a mergeable page of pattern
