@@ -361,9 +361,13 @@ static void test_rates(void)
 		lines++;
 		CHECK(json_num(line, "scan_rate", &v) == 1 && v >= 0,
 		      "scan_rate in line %d", lines);
-		/* One thread: up to 100% of a CPU, and a tick or two. */
+		/*
+		 * One thread: up to 100% of a CPU, and the ticks that land
+		 * on either side of a short interval (a slow guest, as
+		 * under KASAN, has been seen at 113%).
+		 */
 		r = json_num(line, "ksmd_cpu_pct", &cpu);
-		CHECK(r == 1 && cpu >= 0 && cpu <= 110,
+		CHECK(r == 1 && cpu >= 0 && cpu <= 150,
 		      "ksmd_cpu_pct %.1f (%d) in line %d", cpu, r, lines);
 		CHECK(json_num(line, "interval", &v) == 1 && v == 0.5,
 		      "interval");
