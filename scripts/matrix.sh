@@ -7,8 +7,10 @@
 # "N passed, N failed". Logs in build/logs/matrix/NAME/.
 #
 # A configuration passes when it builds and its guest run reports no
-# failure and no splat. Each build is a cold one (10-15 minutes here), so
-# the whole matrix takes about two hours; it is not part of make test.
+# failure and no splat. The configurations of one architecture share an
+# object tree (scripts/build-kernel.sh), so after the first build of each
+# architecture (10-18 minutes here) a configuration takes a few minutes;
+# it is not part of make test.
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 
