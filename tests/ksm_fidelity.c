@@ -367,10 +367,10 @@ static long slab_bytes(void)
 }
 
 /*
- * What a KSM cache's object really takes over what the profit counts: 1
- * unless slab debugging (red zones, tracking: make test DEBUG=kasan)
- * pads every object. The largest slab_size / object_size of the KSM
- * caches (ours and mainline's names) in /sys/kernel/slab.
+ * What a KSM cache's object really takes over what the profit counts:
+ * about 1 unless slab debugging (red zones, tracking: make test
+ * DEBUG=kasan) pads every object. The largest slab_size / object_size of
+ * the KSM caches (ours and mainline's names) in /sys/kernel/slab.
  */
 static double slab_padding(void)
 {
@@ -402,7 +402,7 @@ static double slab_padding(void)
  * Slab grows by less than what is allocated when objects go into slabs
  * that earlier tests left partly free, so a small growth bounds the cost
  * from below only (@upper false); a large one bounds it on both sides.
- * Slab debugging's padding is allowed for (slab_padding()).
+ * Under slab debugging (slab_padding()) nothing is compared.
  */
 static void check_cost(const char *what, long cost, long grew, bool upper)
 {
@@ -410,7 +410,17 @@ static void check_cost(const char *what, long cost, long grew, bool upper)
 
 	ktap_diag("%s: profit's metadata %ld bytes, slab grew %ld, padding %.2f",
 		  what, cost, grew, pad);
-	CHECK(grew > 0 && cost * 2 * pad >= grew &&
+	/*
+	 * Under slab debugging (make test DEBUG=kasan) Slab: moves with
+	 * KASAN's quarantine and the debug records as much as with these
+	 * objects (seen: -620 KB and +4 MB for 160 KB of metadata): it
+	 * measures nothing there, and the normal kernel's run checks this.
+	 */
+	if (pad > 1.5) {
+		ktap_diag("%s: slab debugging, not compared", what);
+		return;
+	}
+	CHECK(grew > 0 && cost * 2 >= grew &&
 	      (!upper || cost <= grew * 2),
 	      "%s: metadata %ld bytes, slab grew %ld", what, cost, grew);
 }
