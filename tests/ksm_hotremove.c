@@ -42,7 +42,7 @@
 #define N		64	/* pairs */
 #define AREA		8192	/* pages mapped to find 2N frames in a DIMM */
 #define MAXBLOCKS	64	/* memory blocks a DIMM may span */
-#define HOST_WAIT	120	/* seconds an eject may take */
+#define EJECT_WAIT	120	/* seconds an eject may take */
 #define ACPIDEVS	"/sys/bus/acpi/devices"
 #define MAXDIMMS	8
 #define MPOL_BIND	2
@@ -167,7 +167,7 @@ static bool unplug(struct dimm *d)
 	snprintf(path, sizeof(path), "%s/eject", d->dev);
 	if (!CHECK(write_file(path, "1") == 0, "eject %s", d->dev))
 		return false;
-	while (monotonic_seconds() < start + HOST_WAIT) {
+	while (monotonic_seconds() < start + EJECT_WAIT) {
 		bool gone = true;
 
 		for (int i = 0; i < d->nblocks && gone; i++) {
@@ -258,21 +258,36 @@ static bool wait_merged(char **a, char **b)
 	return ksm_wait_until(pairs_merged, &pr, 20);
 }
 
+/*
+ * Online DIMM @idx and merge N pairs of pattern @seed inside it; the
+ * mapped area, or NULL after a failed check.
+ */
+static char *merged_in_dimm(struct dimm *d, int idx, unsigned int seed,
+			    char **a, char **b)
+{
+	char *p;
+
+	CHECK(ksm_reset() == 0, "reset");
+	if (!CHECK(plug(d, idx), "DIMM %d online", idx))
+		return NULL;
+	p = pages_in_dimm(d, seed, a, b);
+	if (!CHECK(p, "pages in the DIMM"))
+		return NULL;
+	CHECK(wait_merged(a, b), "pairs merged");
+	CHECK(pairs_in(d, a) == N, "%d of %d KSM pages in the DIMM",
+	      pairs_in(d, a), N);
+	return p;
+}
+
 static void test_stale(const char *name)
 {
 	struct dimm d = { 0 };
-	char *a[N], *b[N], *p = NULL;
+	char *a[N], *b[N], *p;
 	int splats = kernel_splats(), bad = 0;
 
-	CHECK(ksm_reset() == 0, "reset");
-	if (!CHECK(plug(&d, 0), "first DIMM online"))
+	p = merged_in_dimm(&d, 0, 0x4800, a, b);
+	if (!p)
 		goto out;
-	p = pages_in_dimm(&d, 0x4800, a, b);
-	if (!CHECK(p, "pages in the DIMM"))
-		goto out;
-	CHECK(wait_merged(a, b), "pairs merged");
-	CHECK(pairs_in(&d, a) == N, "%d of %d KSM pages in the DIMM",
-	      pairs_in(&d, a), N);
 	/* Every sharer leaves: each KSM page is freed under its node. */
 	CHECK(ksm_pause() == 0, "run=0");
 	for (int i = 0; i < N; i++) {
@@ -298,18 +313,12 @@ out:
 static void test_live(const char *name)
 {
 	struct dimm d = { 0 };
-	char *a[N], *b[N], *p = NULL;
+	char *a[N], *b[N], *p;
 	int splats = kernel_splats(), bad = 0, moved = 0;
 
-	CHECK(ksm_reset() == 0, "reset");
-	if (!CHECK(plug(&d, 1), "second DIMM online"))
+	p = merged_in_dimm(&d, 1, 0x4900, a, b);
+	if (!p)
 		goto out;
-	p = pages_in_dimm(&d, 0x4900, a, b);
-	if (!CHECK(p, "pages in the DIMM"))
-		goto out;
-	CHECK(wait_merged(a, b), "pairs merged");
-	CHECK(pairs_in(&d, a) == N, "%d of %d KSM pages in the DIMM",
-	      pairs_in(&d, a), N);
 	CHECK(unplug(&d), "%s removed with its KSM pages", d.dev);
 	for (int i = 0; i < N; i++) {
 		unsigned long pfn = page_pfn(a[i]);
