@@ -26,7 +26,7 @@ kunit() {
 }
 
 { tr -d '\r' < "$ktap"; kunit; } |
-awk -v xfile="$xfail" -v sfile="${EXPECTED_SKIPS:-/dev/null}" '
+awk -v xfile="$xfail" -v xname="${xfail#"$TOP"/}" -v sfile="${EXPECTED_SKIPS:-/dev/null}" '
 BEGIN {
 	while ((getline l < xfile) > 0)
 		if (l !~ /^#/ && l != "") xf[l] = 1
@@ -94,7 +94,7 @@ END {
 	printf "%d passed, %d failed", npass, nfail
 	if (nskip) printf ", %d skipped", nskip
 	if (nskipok) printf ", %d skipped as expected", nskipok
-	if (nxfail) printf ", %d expected to fail (tests/xfail)", nxfail
+	if (nxfail) printf ", %d expected to fail (%s)", nxfail, xname
 	printf "\n"
 	exit (nfail || nskip) ? 1 : 0
 }' > "$logs/results.txt" || true

@@ -52,9 +52,13 @@ boot_one() {
 	# Without sysfs the suites cannot drive ksmd: a plan of its own.
 	local append=
 	[ "$1" = sysfs-off ] && append=samepage.plan=plan-nosysfs
-	local xfail=$TOP/tests/xfail
-	[ "${arch:-x86_64}" = i386 ] && xfail=$TOP/tests/xfail-i386
-	XFAIL=$xfail APPEND=$append GUEST=$guest QEMU_ARCH=${arch:-x86_64} LOGS=$dir \
+	local xfail=$TOP/tests/xfail skips=/dev/null
+	if [ "${arch:-x86_64}" = i386 ]; then
+		xfail=$TOP/tests/xfail-i386
+		skips=$TOP/tests/skips-i386
+	fi
+	EXPECTED_SKIPS=$skips XFAIL=$xfail APPEND=$append GUEST=$guest \
+		QEMU_ARCH=${arch:-x86_64} LOGS=$dir \
 		"$TOP/scripts/run-tests.sh" "$2" > "$dir/report" 2>&1
 }
 
