@@ -12,7 +12,10 @@
  *             while ksmd was stopped), memory saved;
  *             then, with ksmd stopped (run=0), the cost of breaking COW on
  *             one child's merged pages, of MADV_UNMERGEABLE on another's,
- *             and of run=2 on what is left.
+ *             and of run=2 on what is left. On samepage the merge is run
+ *             again with merge_domain=user (all clones in one domain) and
+ *             with use_fresh_pages=1: clones_{domain,fresh}_cpu_vs_off is
+ *             its ksmd CPU over the first merge's.
  *   unique    16k, 64k and 256k distinct pages in one process: ksmd CPU
  *             per scanned page over MEASURE_SCANS full scans after the
  *             first one (which only takes checksums).
@@ -416,8 +419,9 @@ static void series_point(const struct sample *start, double t, long sharing)
 	       (double)(ksmd_ticks() - start->ticks) / clk_tck);
 }
 
-/* Poll until the clones are fully merged, printing the series. */
-static bool wait_merged(const struct sample *start, long sharing, long shared)
+/* Poll until the clones are fully merged, printing the series if @series. */
+static bool wait_merged(const struct sample *start, long sharing, long shared,
+			bool series)
 {
 	double next = start->t;
 	long s;
@@ -426,7 +430,7 @@ static bool wait_merged(const struct sample *start, long sharing, long shared)
 		double t = now();
 
 		s = ksm_read("pages_sharing");
-		if (t >= next) {
+		if (series && t >= next) {
 			series_point(start, t, s);
 			while (next <= t)
 				next += SERIES_STEP;
@@ -439,34 +443,47 @@ static bool wait_merged(const struct sample *start, long sharing, long shared)
 		}
 		usleep(10000);
 	}
-	series_point(start, now(), s);
+	if (series)
+		series_point(start, now(), s);
 	return true;
 }
 
-static void clones_merge(struct kids *k)
+/*
+ * Merge the clones from run=1 and report the metrics; returns ksmd's CPU
+ * seconds for it, or -1. The variants (@name not "clones") print no series
+ * and only time and CPU.
+ */
+static double clones_merge(struct kids *k, const char *name)
 {
 	long sharing = (CLONE_KIDS - 1) * CLONE_PAGES;
+	bool main_run = !strcmp(name, "clones");
 	long slab0 = slab_bytes();
 	struct sample a, b;
+	char m[64];
 
 	/* All madvise with ksmd stopped: the clock starts with ksmd. */
 	ksm_write("run", 0);
 	if (!call_all(k, 'm')) {
-		fail("clones: madvise failed");
-		return;
+		fail("%s: madvise failed", name);
+		return -1;
 	}
 	sample(&a);
 	ksm_write("run", 1);
-	if (!wait_merged(&a, sharing, CLONE_PAGES))
-		return;
+	if (!wait_merged(&a, sharing, CLONE_PAGES, main_run))
+		return -1;
 	sample(&b);
-	metric("clones_merge_time", b.t - a.t, "s");
-	metric("clones_merge_ksmd_cpu", cpu_seconds(&a, &b), "s");
+	snprintf(m, sizeof(m), "%s_merge_time", name);
+	metric(m, b.t - a.t, "s");
+	snprintf(m, sizeof(m), "%s_merge_ksmd_cpu", name);
+	metric(m, cpu_seconds(&a, &b), "s");
+	if (!main_run)
+		return cpu_seconds(&a, &b);
 	metric("clones_merge_pages_scanned", b.scanned - a.scanned, "pages");
 	metric("clones_saved", (double)sharing * page_size / (1 << 20), "MiB");
 	metric("clones_general_profit",
 	       (double)ksm_read("general_profit") / (1 << 20), "MiB");
 	metadata_metric("clones_metadata", slab0);
+	return cpu_seconds(&a, &b);
 }
 
 /* With ksmd stopped: COW break, MADV_UNMERGEABLE, then run=2. */
@@ -494,17 +511,54 @@ static void clones_unmerge(struct kids *k)
 		fail("clones: pages left merged after run=2");
 }
 
+/*
+ * The clones merged again with samepage's setting @file=@value on (all
+ * clones are root's: one domain under merge_domain=user), and its ksmd CPU
+ * as a ratio to @off, the same workload's without it in this run.
+ */
+static void bench_clones_with(const char *name, const char *file,
+			      const char *value, double off)
+{
+	struct job job = { CLONE_PAGES, FILL_CLONE };
+	char m[64];
+	struct kids k;
+	double on;
+
+	printf("# %s: clones with %s=%s\n", name, file, value);
+	if (!reset() || ksm_write_str(file, value)) {
+		fail("%s: cannot set %s=%s", name, file, value);
+		return;
+	}
+	if (!start_kids(&k, CLONE_KIDS, &job))
+		return;
+	on = clones_merge(&k, name);
+	if (on >= 0 && off > 0) {
+		snprintf(m, sizeof(m), "%s_cpu_vs_off", name);
+		metric(m, on / off, "x");
+	}
+	stop_kids(&k);
+	ksm_write("run", 2);
+}
+
 static void bench_clones(void)
 {
 	struct job job = { CLONE_PAGES, FILL_CLONE };
 	struct kids k;
+	double off;
 
 	printf("# clones: %d processes x %d pages\n", CLONE_KIDS, CLONE_PAGES);
 	if (!reset() || !start_kids(&k, CLONE_KIDS, &job))
 		return;
-	clones_merge(&k);
+	off = clones_merge(&k, "clones");
 	clones_unmerge(&k);
 	stop_kids(&k);
+	/* samepage's merge domains and fresh pages; stock has neither. */
+	if (ksm_read_str("merge_domain", (char[64]){ 0 }, 64))
+		return;
+	bench_clones_with("clones_domain", "merge_domain", "user", off);
+	ksm_write_str("merge_domain", "system");
+	bench_clones_with("clones_fresh", "use_fresh_pages", "1", off);
+	ksm_write("use_fresh_pages", 0);
 }
 
 static void bench_unique(size_t pages, const char *name)

@@ -20,9 +20,8 @@
  *     CHANCE_MAX = 12 but with probability 6.2e-5. The victim's and the
  *     attacker's pages never share a frame (pagemap).
  *
- * The domain settings are samepage's planned merge_domain file: without
- * it only the first test is planned, so stock (and our kernel until merge
- * domains come) runs just that one.
+ * The domain settings are samepage's merge_domain file: without it only
+ * the first test is planned, so stock runs just that one.
  */
 #include <errno.h>
 #include <stdio.h>

@@ -228,13 +228,14 @@ int ksm_write(const char *name, long value)
 
 /*
  * The writable settings, in an order that restores cleanly: advisor_mode
- * resets pages_to_scan, merge_across_nodes and max_page_sharing need no
- * KSM pages (run=2 first), run comes last.
+ * resets pages_to_scan, merge_across_nodes, max_page_sharing and
+ * merge_domain need no KSM pages (run=2 first), run comes last.
  */
 static const char *const settings[] = {
 	"advisor_mode", "advisor_max_cpu", "advisor_min_pages_to_scan",
 	"advisor_max_pages_to_scan", "advisor_target_scan_time",
-	"merge_across_nodes", "max_page_sharing", "use_zero_pages",
+	"merge_across_nodes", "max_page_sharing", "merge_domain",
+	"use_fresh_pages", "use_zero_pages",
 	"smart_scan", "stable_node_chains_prune_millisecs",
 	"sleep_millisecs", "pages_to_scan", "run",
 };
@@ -252,10 +253,10 @@ static void restore_settings(void)
 	for (size_t i = 0; i < NR_SETTINGS; i++) {
 		if (!saved[i][0])
 			continue;
-		if (!strcmp(settings[i], "advisor_mode")) {
+		if (strchr(saved[i], '[')) {
 			/* Shown as "[none] scan-time": write the bracketed one. */
-			if (sscanf(strchr(saved[i], '[') ?: "", "[%63[^]]", mode) == 1)
-				ksm_write_str("advisor_mode", mode);
+			if (sscanf(strchr(saved[i], '['), "[%63[^]]", mode) == 1)
+				ksm_write_str(settings[i], mode);
 			continue;
 		}
 		if (!strcmp(settings[i], "pages_to_scan") &&
@@ -289,6 +290,9 @@ int ksm_reset(void)
 	ksm_write("use_zero_pages", 0);
 	ksm_write("merge_across_nodes", 1);
 	ksm_write("max_page_sharing", 256);
+	/* samepage's merge domains and fresh pages: off, as in mainline. */
+	ksm_write_str("merge_domain", "system");
+	ksm_write("use_fresh_pages", 0);
 	ksm_write("sleep_millisecs", 0);
 	ksm_write("pages_to_scan", 1000);
 	return ksm_write("run", 1);

@@ -158,7 +158,8 @@ void sp_cand_reset(struct sp_cand_table *t, unsigned long expect)
 
 	t->used = 0;
 	if (bits != t->bits || !t->slots) {
-		slots = kvcalloc(1UL << bits, sizeof(u64), GFP_KERNEL);
+		slots = kvcalloc(1UL << bits, sizeof(u64),
+				 GFP_KERNEL | __GFP_NOWARN);
 		if (slots) {
 			kvfree(t->slots);
 			t->slots = slots;
