@@ -244,8 +244,11 @@ static void test_clones(const char *setting)
 	}
 	kids_send(&k, 'q');
 	CHECK(kids_wait(&k), "children exit");
-	CHECK(ksm_write("run", 2) == 0 &&
-	      ksm_write_str("merge_domain", "system") == 0, "back to system");
+	CHECK(ksm_write("run", 2) == 0, "run=2");
+	/* Stock has no merge_domain: it runs the "system" case only. */
+	if (strcmp(setting, "system"))
+		CHECK(ksm_write_str("merge_domain", "system") == 0,
+		      "back to system");
 	ktap_result(checks_passed(), "domains_%s", setting);
 }
 
