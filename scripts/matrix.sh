@@ -52,11 +52,10 @@ boot_one() {
 	# Without sysfs the suites cannot drive ksmd: a plan of its own.
 	local append=
 	[ "$1" = sysfs-off ] && append=samepage.plan=plan-nosysfs
+	# Skips a configuration is expected to have: tests/skips-NAME.
 	local xfail=$TOP/tests/xfail skips=/dev/null
-	if [ "${arch:-x86_64}" = i386 ]; then
-		xfail=$TOP/tests/xfail-i386
-		skips=$TOP/tests/skips-i386
-	fi
+	[ "${arch:-x86_64}" = i386 ] && xfail=$TOP/tests/xfail-i386
+	[ -f "$TOP/tests/skips-$1" ] && skips=$TOP/tests/skips-$1
 	EXPECTED_SKIPS=$skips XFAIL=$xfail APPEND=$append GUEST=$guest \
 		QEMU_ARCH=${arch:-x86_64} LOGS=$dir \
 		"$TOP/scripts/run-tests.sh" "$2" > "$dir/report" 2>&1
