@@ -114,7 +114,12 @@ static void test_prune(char *p)
 	unsigned long f = page_pfn(p), old[COPIES];
 	int frames, most, broken = 0;
 
-	/* Copy on write both mappings of the first copy's KSM page. */
+	/*
+	 * Copy on write both mappings of the first copy's KSM page, with
+	 * ksmd paused: running, it may merge the first copy back into that
+	 * page (it still has a sharer and room) before the second is written.
+	 */
+	CHECK(ksm_pause() == 0, "run=0");
 	for (int i = 0; i < COPIES; i++) {
 		if (page_pfn(p + i * page_size) != f)
 			continue;
@@ -128,6 +133,7 @@ static void test_prune(char *p)
 		CHECK(page_pfn(p + i * page_size) != f,
 		      "copy %d still maps the freed KSM page", i);
 	copies_hold(p);
+	CHECK(ksm_resume() == 0, "run=1");
 	/* Merged again: four live dups, the stale one pruned. */
 	CHECK(ksm_wait_until(chain_is, &want, 30),
 	      "the freed KSM page's dup was not pruned");
