@@ -71,22 +71,11 @@ static void fill_candidate(char *page, int t, int i)
 	fill_pattern(page, SEED + t, i);
 }
 
-/* Move into cgroup @cg and become user @uid. */
-static int become(const char *cg, uid_t uid)
-{
-	char path[128];
-
-	snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
-	if (write_file(path, "0"))
-		return -1;
-	return setgid(uid) || setuid(uid) ? -1 : 0;
-}
-
 static int victim(int cmd_fd, int reply_fd)
 {
 	char *p, cmd;
 
-	if (become(CG_V, 1000))
+	if (become_tenant(CG_V, 1000))
 		return 1;
 	p = map_pages(FILLER + 1);
 	for (int i = 0; i < FILLER; i++)
@@ -107,7 +96,7 @@ static int attacker(int cmd_fd, int reply_fd)
 	char *p, cmd;
 	int best;
 
-	if (become(CG_A, 1001))
+	if (become_tenant(CG_A, 1001))
 		return 1;
 	p = map_pages(G);
 	for (int i = 0; i < G; i++)

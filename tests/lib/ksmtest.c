@@ -1044,3 +1044,13 @@ int memcg_create(const char *dir)
 	snprintf(buf, sizeof(buf), "%s/memory.reclaim", dir);
 	return access(buf, W_OK) ? -errno : 0;
 }
+
+int become_tenant(const char *cg, uid_t uid)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
+	if (write_file(path, "0"))
+		return -1;
+	return setgid(uid) || setuid(uid) ? -1 : 0;
+}

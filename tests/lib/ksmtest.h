@@ -205,5 +205,10 @@ bool ksm_wait_scans_with_page(int scans, unsigned int seed, size_t n);
  * and memory.reclaim: 0, -ENOENT without the memory controller, or -errno.
  */
 int memcg_create(const char *dir);
+/*
+ * Move this process into cgroup @cg (a path) and become user and group
+ * @uid, as the side-channel tests' tenants do: 0, or -1.
+ */
+int become_tenant(const char *cg, uid_t uid);
 
 #endif
