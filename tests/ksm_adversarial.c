@@ -12,15 +12,22 @@
  *                  number, at the first, middle or last word of the page:
  *                  pages that differ from each other in a single word,
  *                  which any hash that reads part of a page would let
- *                  collide.
+ *                  collide;
+ *   crafted:       one random page, and in each page three consecutive
+ *                  words changed by +d, -2d, +d (d the page's number):
+ *                  a difference that cancels out of any unkeyed checksum
+ *                  built from running sums (Fletcher's, Adler's), at six
+ *                  places in turn so that some of them miss any sample.
  *
- * adversarial_{first,middle,last} pass when Y's merge time and ksmd's CPU
+ * adversarial_{first,middle,last,crafted} pass when Y's merge time and ksmd's CPU
  * time stay within 1.5 times the random run's (plus a second and ten
  * ticks, for the clock's granularity on short runs). On stock they skip
  * with the ratios as the reason: its content-ordered trees compare whole
  * pages that differ only at the end, and it has been measured at 1.57x.
  * adversarial_pairs: X's own pairs of such pages (pair i all zero but the
- * last word, i) all merge: XPAIRS KSM pages.
+ * last word, i) all merge: XPAGES / 2 KSM pages. adversarial_pairs_crafted:
+ * the same with pair i crafted as above: they all collide in an index
+ * keyed by an unkeyed checksum, and must all merge all the same.
  * Every page's content is checked at the end of each run.
  */
 #include <stdio.h>
@@ -32,15 +39,32 @@
 #include "ksmtest.h"
 
 #define XPAGES	8192
-#define XPAIRS	2048
 #define YPAIRS	256
 #define RATIO	1.5
 
-enum fill { RANDOM, FIRST, MIDDLE, LAST, PAIRS };
+enum fill { RANDOM, FIRST, MIDDLE, LAST, CRAFTED, PAIRS, PAIRS_CRAFTED };
 
 static const char *const fill_names[] = {
-	"random", "first", "middle", "last", "pairs",
+	"random", "first", "middle", "last", "crafted", "pairs",
+	"pairs_crafted",
 };
+
+/*
+ * Page @n of the crafted kind: one random page (the same for all) whose
+ * words p, p + 1 and p + 2 are changed by +d, -2d and +d, with d = n + 1
+ * and p = 320 + n % 6. Running sums a += w, b += a end equal whatever d.
+ */
+static void crafted_fill(char *page, size_t n, unsigned int seed)
+{
+	uint64_t *w = (uint64_t *)page;
+	uint64_t d = n + 1;
+	size_t p = 320 + n % 6;
+
+	fill_pattern(page, seed, 0);
+	w[p] += d;
+	w[p + 1] -= 2 * d;
+	w[p + 2] += d;
+}
 
 /* Page @i of X's under @f (PAIRS: pages 2j and 2j + 1 are pair j). */
 static void x_fill(char *page, enum fill f, size_t i, unsigned int seed)
@@ -50,6 +74,10 @@ static void x_fill(char *page, enum fill f, size_t i, unsigned int seed)
 
 	if (f == RANDOM) {
 		fill_pattern(page, seed, i);
+		return;
+	}
+	if (f == CRAFTED || f == PAIRS_CRAFTED) {
+		crafted_fill(page, f == PAIRS_CRAFTED ? i / 2 : i, seed);
 		return;
 	}
 	memset(page, 0, page_size);
@@ -83,7 +111,10 @@ struct board {
 
 static struct board *bd;
 
-/* X (i 0) or Y (i 1): fill on 'f', check on 'c', quit on 'q'. */
+/*
+ * X (i 0) or Y (i 1): fill on 'f', make every page unique on 'u', check
+ * on 'c', quit on 'q'.
+ */
 static int kid(void *arg, int i, int cmd_fd, int reply_fd)
 {
 	size_t n = i ? 2 * YPAIRS : XPAGES;
@@ -100,7 +131,9 @@ static int kid(void *arg, int i, int cmd_fd, int reply_fd)
 		for (size_t j = 0; j < n; j++) {
 			char *page = p + j * page_size;
 
-			if (cmd == 'f' && i)
+			if (cmd == 'u')
+				fill_page(p, j, 0xad00 + 2 * bd->seed + i);
+			else if (cmd == 'f' && i)
 				fill_pattern(page, bd->seed, j / 2);
 			else if (cmd == 'f')
 				x_fill(page, bd->fill, j, bd->seed);
@@ -131,11 +164,18 @@ static long ksmd_ticks(void)
 
 static long want_shared;
 
-static bool shared_reached(void *arg)
+/* /proc/PID/ksm_merging_pages of child @i. */
+static long merging(struct kids *k, int i)
 {
-	(void)arg;
-	return ksm_read("pages_shared") >= want_shared &&
-	       ksm_read("pages_sharing") >= want_shared;
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/ksm_merging_pages", k->pid[i]);
+	return read_long(path);
+}
+
+static bool y_merging_is(void *arg)
+{
+	return merging(arg, 1) == want_shared;
 }
 
 static bool call(struct kids *k, int i, char cmd)
@@ -166,13 +206,17 @@ static bool run(struct kids *k, enum fill f, unsigned int seed,
 	if (!CHECK(call(k, 0, 'f'), "X fills") ||
 	    !CHECK(ksm_wait_scans(3), "X settles"))
 		return false;
+	want_shared = 0;
+	if (!CHECK(call(k, 1, 'u'), "Y's pages unique") ||
+	    !CHECK(ksm_wait_until(y_merging_is, k, 20),
+		   "Y's pages unmerged: Y merging %ld", merging(k, 1)))
+		return false;
 	t0 = monotonic_seconds();
 	k0 = ksmd_ticks();
-	want_shared = YPAIRS;
+	want_shared = 2 * YPAIRS;
 	if (!CHECK(call(k, 1, 'f'), "Y fills") ||
-	    !CHECK(ksm_wait_until(shared_reached, NULL, 40),
-		   "Y's pairs merged (shared %ld sharing %ld)",
-		   ksm_read("pages_shared"), ksm_read("pages_sharing")))
+	    !CHECK(ksm_wait_until(y_merging_is, k, 40),
+		   "Y's pairs merged: Y merging %ld", merging(k, 1)))
 		return false;
 	c->secs = monotonic_seconds() - t0;
 	c->ticks = ksmd_ticks() - k0;
@@ -183,16 +227,36 @@ static bool run(struct kids *k, enum fill f, unsigned int seed,
 	return true;
 }
 
-static void test_pairs(struct kids *k, const char *name)
+static bool shared_is(void *arg)
 {
-	bd->fill = PAIRS;
-	bd->seed = 0xad50;
-	bd->bad = 0;
-	want_shared = XPAIRS;
-	CHECK(call(k, 0, 'f'), "X fills pairs");
-	CHECK(ksm_wait_until(shared_reached, NULL, 20),
-	      "X's %d pairs merged: shared %ld sharing %ld", XPAIRS,
+	(void)arg;
+	return ksm_read("pages_shared") == want_shared &&
+	       ksm_read("pages_sharing") == want_shared;
+}
+
+/*
+ * X's pages unique first, until only Y's pairs are KSM pages (ksmd has
+ * seen every old mapping of X's go), then X's pages in pairs under @f:
+ * all XPAGES / 2 of them must merge.
+ */
+static void test_pairs(struct kids *k, enum fill f, const char *name)
+{
+	bd->fill = RANDOM;
+	bd->seed = 0xad40 + f;
+	want_shared = YPAIRS;
+	CHECK(call(k, 0, 'f'), "X fills unique pages");
+	CHECK(ksm_wait_until(shared_is, NULL, 20),
+	      "X's pages unmerged: shared %ld sharing %ld",
 	      ksm_read("pages_shared"), ksm_read("pages_sharing"));
+	bd->fill = f;
+	bd->seed = 0xad50 + f;
+	bd->bad = 0;
+	want_shared = XPAGES / 2 + YPAIRS;
+	CHECK(call(k, 0, 'f'), "X fills pairs");
+	CHECK(ksm_wait_until(shared_is, NULL, 20),
+	      "X's %d pairs merged: shared %ld sharing %ld", XPAGES / 2,
+	      ksm_read("pages_shared"), ksm_read("pages_sharing"));
+	CHECK(merging(k, 0) == XPAGES, "X merging %ld", merging(k, 0));
 	CHECK(call(k, 0, 'c') && !bd->bad, "%d pages lost their content",
 	      bd->bad);
 	ktap_result(checks_passed(), "%s", name);
@@ -202,7 +266,8 @@ int main(void)
 {
 	static const char *const names[] = {
 		"adversarial_first", "adversarial_middle", "adversarial_last",
-		"adversarial_pairs",
+		"adversarial_crafted", "adversarial_pairs",
+		"adversarial_pairs_crafted",
 	};
 	struct cost ref, c;
 	struct kids k;
@@ -218,7 +283,7 @@ int main(void)
 	    kids_start(&k, 2, kid, NULL))
 		return ktap_skip_all(names, ARRAY_SIZE(names), "setup failed");
 	ok = run(&k, RANDOM, 0xad10, &ref);
-	for (int f = FIRST; f <= LAST; f++) {
+	for (int f = FIRST; f <= CRAFTED; f++) {
 		char why[96];
 
 		if (ok && run(&k, f, 0xad10 + f, &c)) {
@@ -242,7 +307,8 @@ int main(void)
 			ktap_result(checks_passed(), "%s", names[f - FIRST]);
 		checks_passed();
 	}
-	test_pairs(&k, names[3]);
+	test_pairs(&k, PAIRS, names[4]);
+	test_pairs(&k, PAIRS_CRAFTED, names[5]);
 	kids_send(&k, 'q');
 	CHECK(kids_wait(&k), "children exit");
 	return ktap_finish();
