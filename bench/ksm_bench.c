@@ -16,7 +16,8 @@
  *             again with merge_domain=user (all clones in one domain) and
  *             with use_fresh_pages=1: clones_{domain,fresh}_cpu_vs_off is
  *             its ksmd CPU over the first merge's.
- *   unique    16k, 64k and 256k distinct pages in one process: ksmd CPU
+ *   unique    16k, 64k, 256k and (in a guest of more than 5 GiB, as
+ *             make bench boots) 1M distinct pages in one process: ksmd CPU
  *             per scanned page over MEASURE_SCANS full scans after the
  *             first one (which only takes checksums).
  *   volatile  VOLATILE_PAGES identical pages that a writer keeps changing:
@@ -638,6 +639,9 @@ int main(void)
 		bench_unique(16384, "16k");
 		bench_unique(65536, "64k");
 		bench_unique(262144, "256k");
+		/* 4 GiB of pages: only in a guest that has room for them. */
+		if (meminfo_kb("MemTotal") > 5L << 20)
+			bench_unique(1048576, "1m");
 		bench_volatile();
 		ksm_write("run", 2);
 	}

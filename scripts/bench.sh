@@ -15,7 +15,8 @@
 #			both kernels' runs.
 #   SMP=N		guest CPUs (default 1: QEMU's icount with two CPUs
 #			runs them round robin and stalls a sleeping one).
-#   MEM, TIMEOUT, GUEST	as for boot.sh (defaults 3G, 1800 s).
+#   MEM, TIMEOUT, GUEST	as for boot.sh (defaults 6G: the unique 1M row
+#			needs 4 GiB of pages; 3600 s).
 #
 # Noise floor under icount, measured with two stock kernels: two boots of
 # one kernel agree within 0.3%, two builds of the same source within 1.5%
@@ -27,7 +28,7 @@ set -euo pipefail
 mode=${BENCH_MODE:-icount}
 repeat=${REPEAT:-1}
 out=${LOGS:-$BUILD/bench}
-export MEM=${MEM:-3G} TIMEOUT=${TIMEOUT:-1800} SMP=${SMP:-1}
+export MEM=${MEM:-6G} TIMEOUT=${TIMEOUT:-3600} SMP=${SMP:-1}
 # The test config has lockdep; validating every lock would weigh on the
 # kernel that takes more locks, so the bench turns validation off.
 export APPEND="${APPEND:-} lockdep.prove_locking=0"
