@@ -164,13 +164,10 @@ static long ksmd_ticks(void)
 
 static long want_shared;
 
-/* /proc/PID/ksm_merging_pages of child @i. */
+/* ksm_merging_pages of child @i. */
 static long merging(struct kids *k, int i)
 {
-	char path[64];
-
-	snprintf(path, sizeof(path), "/proc/%d/ksm_merging_pages", k->pid[i]);
-	return read_long(path);
+	return ksm_stat(k->pid[i], "ksm_merging_pages");
 }
 
 static bool y_merging_is(void *arg)

@@ -29,7 +29,28 @@ struct chain_want {
 	char *p;	/* if set, the copies must also be on shared frames */
 };
 
-static int count_frames(char *p, unsigned long *pfn, int *max_on_one);
+
+/* Distinct page frames behind the copies; @pfn receives them. */
+static int count_frames(char *p, unsigned long *pfn, int *max_on_one)
+{
+	int frames = 0;
+
+	*max_on_one = 0;
+	for (int i = 0; i < COPIES; i++) {
+		unsigned long f = page_pfn(p + i * page_size);
+		int j, n = 0;
+
+		for (j = 0; j < frames && pfn[j] != f; j++)
+			;
+		if (j == frames)
+			pfn[frames++] = f;
+		for (int k = 0; k < COPIES; k++)
+			n += page_pfn(p + k * page_size) == f;
+		if (n > *max_on_one)
+			*max_on_one = n;
+	}
+	return frames;
+}
 
 static bool chain_is(void *arg)
 {
@@ -58,28 +79,6 @@ static void diag_counts(const char *when)
 		  when, ksm_read("pages_shared"), ksm_read("pages_sharing"),
 		  ksm_read("pages_unshared"), ksm_read("stable_node_chains"),
 		  ksm_read("stable_node_dups"));
-}
-
-/* Distinct page frames behind the copies; @pfn receives them. */
-static int count_frames(char *p, unsigned long *pfn, int *max_on_one)
-{
-	int frames = 0;
-
-	*max_on_one = 0;
-	for (int i = 0; i < COPIES; i++) {
-		unsigned long f = page_pfn(p + i * page_size);
-		int j, n = 0;
-
-		for (j = 0; j < frames && pfn[j] != f; j++)
-			;
-		if (j == frames)
-			pfn[frames++] = f;
-		for (int k = 0; k < COPIES; k++)
-			n += page_pfn(p + k * page_size) == f;
-		if (n > *max_on_one)
-			*max_on_one = n;
-	}
-	return frames;
 }
 
 static bool copies_hold(char *p)
