@@ -19,7 +19,9 @@
  *   unique    16k, 64k, 256k and (in a guest of more than 5 GiB, as
  *             make bench boots) 1M distinct pages in one process: ksmd CPU
  *             per scanned page over MEASURE_SCANS full scans after the
- *             first one (which only takes checksums).
+ *             first one (which only takes checksums); at 64k also over
+ *             the MEASURE_SCANS scans after those (unique_64k_rescan),
+ *             when every page has held still for several passes.
  *   volatile  VOLATILE_PAGES identical pages that a writer keeps changing:
  *             ksmd CPU per scanned page, and nothing may merge.
  *
@@ -562,6 +564,20 @@ static void bench_clones(void)
 	ksm_write("use_fresh_pages", 0);
 }
 
+/*
+ * The same unique pages over MEASURE_SCANS more full scans, from @a: by
+ * then every page has stayed unchanged for several passes.
+ */
+static void unique_rescan(struct sample *a)
+{
+	struct sample b;
+
+	if (wait_scans_until(a->scans + MEASURE_SCANS)) {
+		sample(&b);
+		metric("unique_64k_rescan", ns_per_page(a, &b), "ns/page");
+	}
+}
+
 static void bench_unique(size_t pages, const char *name)
 {
 	struct job job = { pages, FILL_UNIQUE };
@@ -585,8 +601,10 @@ static void bench_unique(size_t pages, const char *name)
 			snprintf(metric_name, sizeof(metric_name),
 				 "unique_%s_scan", name);
 			metric(metric_name, ns_per_page(&a, &b), "ns/page");
-			if (pages == 65536)
+			if (pages == 65536) {
 				metadata_metric("unique_64k_metadata", slab0);
+				unique_rescan(&b);
+			}
 		}
 	}
 	if (ksm_read("pages_sharing"))

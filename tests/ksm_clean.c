@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ksm_clean.c - pages that held still are not read again, and a write to
+ * them is never missed.
+ *
+ * samepage write-protects a page that stayed unchanged over a pass and
+ * found no pair, and while its PTE stays read-only and clean it takes the
+ * page's hash from what it knew (walk.c). Mainline reads every page at
+ * every pass. Here: regions A and B hold different contents and are left
+ * for several full scans; then A is rewritten, in different ways, with
+ * B's content, and the two must merge within a few scans, holding that
+ * content, as on mainline. A write missed by the shortcut would leave A
+ * under its old hash until its periodic recheck, which these bounds do
+ * not wait for. ksmd runs in step mode, one full scan when asked.
+ *
+ *   clean_store              plain stores
+ *   clean_proc_mem           pwrite() to /proc/self/mem (a forced write
+ *                            through get_user_pages())
+ *   clean_mprotect_cycle     mprotect() read-only, read-write (which may
+ *                            make the PTE writable without a fault), the
+ *                            stores, then read-only again: the PTE is
+ *                            read-only once more, but dirty
+ *   clean_write_faults       samepage only: the first store to a page
+ *                            that held still takes a minor fault (but
+ *                            for one page a PTE table, left writable)
+ *   clean_notifier           samepage only (CONFIG_KSM_NOTIFIER_TEST):
+ *                            a secondary MMU is told of the protection
+ *
+ * 32-bit kernels read every page at every visit: the two samepage-only
+ * tests skip there.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "ksmtest.h"
+
+#define N 64
+#define SEED_A 70
+#define SEED_B 71
+#define STILL_SCANS 4
+#define MERGE_SCANS 4
+#define NT_PATH "/proc/ksm_notifier_test"
+#define MMU_NOTIFY_PROTECTION_PAGE 3
+_Static_assert(N == 64, "protected_in_log() keeps a bit a page in a long");
+
+struct regions {
+	char *a, *b;
+};
+
+/* A and B with their own contents, mergeable, left for STILL_SCANS scans. */
+static bool regions_still(struct regions *r)
+{
+	CHECK(ksm_reset() == 0, "reset");
+	CHECK(ksm_step_mode() == 0, "step mode");
+	r->a = map_pages(N);
+	r->b = map_pages(N);
+	for (int i = 0; i < N; i++) {
+		fill_page(r->a, i, SEED_A);
+		fill_page(r->b, i, SEED_B);
+	}
+	if (!CHECK(merge_pages(r->a, N) == 0 && merge_pages(r->b, N) == 0,
+		   "madvise"))
+		return false;
+	for (int s = 0; s < STILL_SCANS; s++)
+		if (!CHECK(ksm_step(), "scan %d", s))
+			return false;
+	return CHECK(self_merging_pages() == 0, "merged before the write: %ld",
+		     self_merging_pages());
+}
+
+/* After A took B's content: A and B merge, and each holds it. */
+static void check_merged(struct regions *r)
+{
+	for (int s = 0; s < MERGE_SCANS && self_merging_pages() < 2 * N; s++)
+		if (!CHECK(ksm_step(), "scan"))
+			break;
+	CHECK(self_merging_pages() == 2 * N, "ksm_merging_pages %ld of %d",
+	      self_merging_pages(), 2 * N);
+	CHECK(pages_wrong(r->a, N, SEED_B) == 0, "content of A");
+	CHECK(pages_wrong(r->b, N, SEED_B) == 0, "content of B");
+	/* Copy on write still parts them. */
+	fill_page(r->a, 0, SEED_A);
+	CHECK(page_holds(r->a, 0, SEED_A), "A after COW");
+	CHECK(pages_wrong(r->b, N, SEED_B) == 0, "B after A's COW");
+}
+
+static void regions_free(struct regions *r)
+{
+	munmap(r->a, N * page_size);
+	munmap(r->b, N * page_size);
+}
+
+/* The content A is to take: B's pattern, built in a private buffer. */
+static char *b_content(void)
+{
+	char *buf = malloc(N * page_size);
+
+	if (buf)
+		for (int i = 0; i < N; i++)
+			fill_page(buf, i, SEED_B);
+	return buf;
+}
+
+static void test_store(void)
+{
+	struct regions r;
+
+	if (regions_still(&r)) {
+		for (int i = 0; i < N; i++)
+			fill_page(r.a, i, SEED_B);
+		check_merged(&r);
+	}
+	regions_free(&r);
+	ktap_result(checks_passed(), "clean_store");
+}
+
+static void test_proc_mem(void)
+{
+	char *buf = b_content();
+	struct regions r;
+	ssize_t done;
+	int fd;
+
+	if (regions_still(&r) && CHECK(buf, "malloc")) {
+		fd = open("/proc/self/mem", O_RDWR);
+		if (CHECK(fd >= 0, "open /proc/self/mem")) {
+			done = pwrite(fd, buf, N * page_size,
+				      (off_t)(uintptr_t)r.a);
+			CHECK(done == (ssize_t)(N * page_size), "pwrite: %zd",
+			      done);
+			close(fd);
+		}
+		check_merged(&r);
+	}
+	free(buf);
+	regions_free(&r);
+	ktap_result(checks_passed(), "clean_proc_mem");
+}
+
+static void test_mprotect_cycle(void)
+{
+	size_t len = N * page_size;
+	struct regions r;
+
+	if (regions_still(&r)) {
+		CHECK(mprotect(r.a, len, PROT_READ) == 0, "mprotect ro");
+		CHECK(mprotect(r.a, len, PROT_READ | PROT_WRITE) == 0,
+		      "mprotect rw");
+		for (int i = 0; i < N; i++)
+			fill_page(r.a, i, SEED_B);
+		CHECK(mprotect(r.a, len, PROT_READ) == 0, "mprotect ro again");
+		for (int s = 0; s < MERGE_SCANS && self_merging_pages() < 2 * N;
+		     s++)
+			if (!CHECK(ksm_step(), "scan"))
+				break;
+		CHECK(self_merging_pages() == 2 * N,
+		      "ksm_merging_pages %ld of %d", self_merging_pages(),
+		      2 * N);
+		CHECK(mprotect(r.a, len, PROT_READ | PROT_WRITE) == 0,
+		      "mprotect rw at the end");
+		check_merged(&r);
+	}
+	regions_free(&r);
+	ktap_result(checks_passed(), "clean_mprotect_cycle");
+}
+
+static long minor_faults(void)
+{
+	struct rusage ru;
+
+	return getrusage(RUSAGE_SELF, &ru) ? -1 : ru.ru_minflt;
+}
+
+/* One store a page: how many minor faults it took. */
+static long store_faults(char *p)
+{
+	long before = minor_faults();
+
+	for (int i = 0; i < N; i++)
+		p[i * page_size + 1] ^= 1;
+	return minor_faults() - before;
+}
+
+static void test_write_faults(void)
+{
+	struct regions r;
+	long faults;
+
+	if (sizeof(long) < 8) {
+		ktap_skip_named("clean_write_faults", "32-bit reads every page");
+		return;
+	}
+	/* Stock (no max_kernel_pages) reads every page at every pass. */
+	if (ksm_read("max_kernel_pages") < 0) {
+		ktap_skip_named("clean_write_faults", "not samepage");
+		return;
+	}
+	if (regions_still(&r)) {
+		/* A PTE table keeps one page writable, for khugepaged. */
+		faults = store_faults(r.a);
+		CHECK(faults >= N - 2,
+		      "%ld minor faults for %d pages that held still", faults,
+		      N);
+		/* Written, they are not protected again before a pass. */
+		faults = store_faults(r.a);
+		CHECK(faults < N / 4, "%ld minor faults for the second stores",
+		      faults);
+		CHECK(pages_wrong(r.b, N, SEED_B) == 0, "content of B");
+		CHECK(pages_wrong(r.a, N, SEED_A) == 0, "content of A");
+	}
+	regions_free(&r);
+	ktap_result(checks_passed(), "clean_write_faults");
+}
+
+/* Is [@addr, @addr + N pages) covered by PROTECTION_PAGE starts in @log? */
+static bool protected_in_log(FILE *log, unsigned long addr)
+{
+	unsigned long start, end, covered = 0;
+	char line[128];
+	int event;
+
+	while (fgets(line, sizeof(line), log))
+		if (sscanf(line, "A start 0x%lx-0x%lx event=%d", &start, &end,
+			   &event) == 3 &&
+		    event == MMU_NOTIFY_PROTECTION_PAGE)
+			for (int i = 0; i < N; i++)
+				if (start <= addr + i * page_size &&
+				    addr + i * page_size < end)
+					covered |= 1UL << i;
+	return covered == ~0UL;
+}
+
+static void test_notifier(void)
+{
+	struct regions r = { };
+	FILE *log;
+	int fd;
+
+	if (sizeof(long) < 8) {
+		ktap_skip_named("clean_notifier", "32-bit reads every page");
+		return;
+	}
+	fd = open(NT_PATH, O_RDWR);
+	if (fd < 0) {
+		ktap_skip_named("clean_notifier", "no " NT_PATH);
+		return;
+	}
+	if (CHECK(write(fd, "start", 5) == 5, "start the notifiers") &&
+	    regions_still(&r)) {
+		lseek(fd, 0, SEEK_SET);
+		log = fdopen(dup(fd), "r");
+		if (CHECK(log, "read the log")) {
+			CHECK(protected_in_log(log, (unsigned long)r.a),
+			      "every page of A in a protection range");
+			fclose(log);
+		}
+	}
+	close(fd);
+	if (r.a)
+		regions_free(&r);
+	ktap_result(checks_passed(), "clean_notifier");
+}
+
+int main(void)
+{
+	ksm_save_settings();
+	ktap_plan(5);
+	test_store();
+	test_proc_mem();
+	test_mprotect_cycle();
+	test_write_faults();
+	test_notifier();
+	ksm_reset();
+	return ktap_finish();
+}
