@@ -27,6 +27,16 @@ out=$BUILD/logs/matrix
 mkdir -p "$out"
 pass=0 fail=0
 
+# guest_stale DIR: should the guest in DIR be built (again)? When asked
+# (REBUILD_GUEST=1), when there is none, or when a test, a tool, the bench
+# or the guest build changed since it was built.
+guest_stale() {
+	[ -n "${REBUILD_GUEST:-}" ] || [ ! -f "$1/initramfs.cpio.gz" ] ||
+		[ -n "$(find "$TOP/tests" "$TOP/tools" "$TOP/bench" \
+			"$TOP/scripts/build-guest.sh" -newer "$1/initramfs.cpio.gz" \
+			-print -quit)" ]
+}
+
 # boot_one NAME FLAVOUR: the short plan on FLAVOUR's kernel; 0 if clean.
 boot_one() {
 	local dir=$out/$1 arch guest=$BUILD/guest-matrix
@@ -37,7 +47,7 @@ boot_one() {
 		# A 32-bit kernel runs a 32-bit guest of its own (gcc -m32,
 		# i386 busybox), under qemu-system-i386.
 		guest=$BUILD/guest-matrix-i386
-		if [ ! -f "$guest/initramfs.cpio.gz" ] || [ -n "${REBUILD_GUEST:-}" ]; then
+		if guest_stale "$guest"; then
 			if ! { "$TOP/scripts/install-deps.sh" i386 &&
 			       GUEST_ARCH=i386 GUEST=$guest PLAN=$TOP/tests/plan-matrix \
 					"$TOP/scripts/build-guest.sh"; } > "$dir/guest.log" 2>&1; then
@@ -61,10 +71,11 @@ boot_one() {
 		"$TOP/scripts/run-tests.sh" "$2" > "$dir/report" 2>&1
 }
 
-[ -f "$BUILD/guest-matrix/initramfs.cpio.gz" ] && [ -z "${REBUILD_GUEST:-}" ] ||
+if guest_stale "$BUILD/guest-matrix"; then
 	GUEST=$BUILD/guest-matrix PLAN=$TOP/tests/plan-matrix \
 		"$TOP/scripts/build-guest.sh" >/dev/null 2>&1 ||
-	die "could not build the matrix guest (PLAN=tests/plan-matrix scripts/build-guest.sh)"
+		die "could not build the matrix guest (PLAN=tests/plan-matrix scripts/build-guest.sh)"
+fi
 
 for name in "${names[@]}"; do
 	flavour=matrix-$name
