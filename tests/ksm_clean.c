@@ -129,8 +129,9 @@ static void test_proc_mem(void)
 	if (regions_still(&r) && CHECK(buf, "malloc")) {
 		fd = open("/proc/self/mem", O_RDWR);
 		if (CHECK(fd >= 0, "open /proc/self/mem")) {
-			done = pwrite(fd, buf, N * page_size,
-				      (off_t)(uintptr_t)r.a);
+			/* 64-bit offsets: on i386 addresses pass 2 GiB. */
+			done = pwrite64(fd, buf, N * page_size,
+					(off64_t)(uintptr_t)r.a);
 			CHECK(done == (ssize_t)(N * page_size), "pwrite: %zd",
 			      done);
 			close(fd);
