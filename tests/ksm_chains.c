@@ -29,7 +29,6 @@ struct chain_want {
 	char *p;	/* if set, the copies must also be on shared frames */
 };
 
-
 /* Distinct page frames behind the copies; @pfn receives them. */
 static int count_frames(char *p, unsigned long *pfn, int *max_on_one)
 {
@@ -55,7 +54,6 @@ static int count_frames(char *p, unsigned long *pfn, int *max_on_one)
 static bool chain_is(void *arg)
 {
 	struct chain_want *w = arg;
-
 	unsigned long pfn[COPIES];
 	int most;
 
