@@ -35,8 +35,15 @@
  * each: pages_shared + pages_sharing + pages_unshared + pages_volatile).
  * Measured on the unique 64k workload and on the clones.
  *
+ * Profiles: a kernel with CONFIG_PROFILING booted with profile=N (make
+ * bench PROFILE=1) has /proc/profile. Then each measured span is also
+ * profiled: the kernel's timer-tick samples, reset at the span's start and
+ * printed at its end, a line per sampled bucket of kernel text, which the
+ * host names by function (scripts/bench.sh, profile-FLAVOUR.txt).
+ *
  * Output, on stdout (ttyS1, the host's ktap.log):
  *   metric NAME VALUE UNIT	one per metric
+ *   profile SPAN ADDR HITS	kernel samples in the bucket at ADDR (hex)
  *   series clones T BYTES CPU	memory saved and ksmd's CPU time (seconds,
  *				since run=1) T guest seconds after run=1
  *   error TEXT			a check failed or a wait timed out
@@ -171,6 +178,56 @@ static void sample(struct sample *s)
 	s->ticks = ksmd_ticks();
 	s->scanned = ksm_read("pages_scanned");
 	s->scans = ksm_read("full_scans");
+}
+
+/* Restart the kernel profile, if there is one. */
+static void prof_begin(void)
+{
+	FILE *f = fopen("/proc/profile", "w");
+
+	if (f) {
+		fputs("0\n", f);
+		fclose(f);
+	}
+}
+
+/* The address of _stext, where /proc/profile's first bucket starts. */
+static unsigned long prof_text_start(void)
+{
+	unsigned long addr = 0, a;
+	char line[256], name[128];
+	FILE *f = fopen("/proc/kallsyms", "r");
+
+	if (!f)
+		return 0;
+	while (!addr && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%lx %*c %127s", &a, name) == 2 &&
+		    !strcmp(name, "_stext"))
+			addr = a;
+	fclose(f);
+	return addr;
+}
+
+/* Print the samples since prof_begin(), a line per sampled bucket. */
+static void prof_end(const char *span)
+{
+	unsigned long text = prof_text_start();
+	unsigned int step, hits;
+	unsigned long i;
+	FILE *f;
+
+	f = fopen("/proc/profile", "r");
+	if (!f || !text) {
+		if (f)
+			fclose(f);
+		return;
+	}
+	if (fread(&step, sizeof(step), 1, f) == 1)
+		for (i = 0; fread(&hits, sizeof(hits), 1, f) == 1; i++)
+			if (hits)
+				printf("profile %s %lx %u\n", span,
+				       text + i * step, hits);
+	fclose(f);
 }
 
 static double cpu_seconds(const struct sample *a, const struct sample *b)
@@ -471,10 +528,12 @@ static double clones_merge(struct kids *k, const char *name)
 		return -1;
 	}
 	sample(&a);
+	prof_begin();
 	ksm_write("run", 1);
 	if (!wait_merged(&a, sharing, CLONE_PAGES, main_run))
 		return -1;
 	sample(&b);
+	prof_end(name);
 	snprintf(m, sizeof(m), "%s_merge_time", name);
 	metric(m, b.t - a.t, "s");
 	snprintf(m, sizeof(m), "%s_merge_ksmd_cpu", name);
@@ -506,9 +565,11 @@ static void clones_unmerge(struct kids *k)
 	metric("unmerge_madvise", t * 1e9 / CLONE_PAGES, "ns/page");
 	/* The counters lag until ksmd's next visit: what is left is known. */
 	t0 = now();
+	prof_begin();
 	if (ksm_write("run", 2))
 		fail("clones: run=2 failed");
 	t = now() - t0;
+	prof_end("unmerge_run2");
 	metric("unmerge_run2", t * 1e9 / left, "ns/page");
 	if (ksm_read("pages_sharing") || ksm_read("pages_shared"))
 		fail("clones: pages left merged after run=2");
@@ -572,8 +633,10 @@ static void unique_rescan(struct sample *a)
 {
 	struct sample b;
 
+	prof_begin();
 	if (wait_scans_until(a->scans + MEASURE_SCANS)) {
 		sample(&b);
+		prof_end("unique_64k_rescan");
 		metric("unique_64k_rescan", ns_per_page(a, &b), "ns/page");
 	}
 }
@@ -596,10 +659,12 @@ static void bench_unique(size_t pages, const char *name)
 	/* The first full scan only takes checksums: measure after it. */
 	if (wait_scans_until(scans + 1)) {
 		sample(&a);
+		prof_begin();
 		if (wait_scans_until(a.scans + MEASURE_SCANS)) {
 			sample(&b);
 			snprintf(metric_name, sizeof(metric_name),
 				 "unique_%s_scan", name);
+			prof_end(metric_name);
 			metric(metric_name, ns_per_page(&a, &b), "ns/page");
 			if (pages == 65536) {
 				metadata_metric("unique_64k_metadata", slab0);

@@ -15,6 +15,10 @@
 #			both kernels' runs.
 #   SMP=N		guest CPUs (default 1: QEMU's icount with two CPUs
 #			runs them round robin and stalls a sleeping one).
+#   PROFILE=1		also boot with profile=4: LOGS/{stock,ksm}/profile.txt
+#			gives each measured span's kernel time by function
+#			(the bench kernels have CONFIG_PROFILING, inert
+#			without the boot option).
 #   MEM, TIMEOUT, GUEST	as for boot.sh (defaults 6G: the unique 1M row
 #			needs 4 GiB of pages; 3600 s).
 #
@@ -32,6 +36,11 @@ export MEM=${MEM:-6G} TIMEOUT=${TIMEOUT:-3600} SMP=${SMP:-1}
 # The test config has lockdep; validating every lock would weigh on the
 # kernel that takes more locks, so the bench turns validation off.
 export APPEND="${APPEND:-} lockdep.prove_locking=0"
+# PROFILE=1: the kernels sample where they spend their ticks (16-byte
+# buckets), and each flavour's measured spans are named by function in
+# profile.txt beside its metrics.
+profile=${PROFILE:-0}
+[ "$profile" = 1 ] && APPEND="$APPEND profile=4"
 case $mode in
 icount) export ICOUNT=1 ;;
 wall) export ICOUNT=0 ;;
@@ -91,6 +100,11 @@ collect() {
 	awk '$1 == "series" && $2 == "clones" {
 		printf "%s %.3f%s\n", $3, $4 / 1048576, (NF >= 5 ? " " $5 : "") }' \
 		"${files[0]}" > "$out/$1/clones.dat"
+	if [ "$profile" = 1 ]; then
+		"$TOP/scripts/profile-report.py" \
+			"$(src_of "$1$KSUFFIX")/obj-$1$KSUFFIX/System.map" \
+			"${files[0]}" > "$out/$1/profile.txt"
+	fi
 }
 
 # table: ours, stock, ours/stock for every metric, and the noise summary.
