@@ -160,6 +160,46 @@ static void test_run2(void)
 }
 
 /*
+ * run=2 after every mapping of a KSM page was copied on write while ksmd
+ * was stopped: the KSM page has gone, and what ksmd still holds of it
+ * (one KSM page that one process mapped N times) goes with no trace; each
+ * page keeps what was written to it, and the area merges again.
+ */
+static void test_run2_after_cow(void)
+{
+	char *p = map_pages(N);
+	struct ksm_counts c;
+
+	CHECK(ksm_reset() == 0, "reset");
+	for (int i = 0; i < N; i++)
+		fill_pattern(p + i * page_size, 69, 0);
+	CHECK(merge_pages(p, N) == 0, "madvise");
+	CHECK(ksm_wait_counts(1, N - 1, 0, 0), "merged");
+	CHECK(ksm_pause() == 0, "run=0");
+	for (int i = 0; i < N; i++)
+		fill_page(p, i, 70);
+	CHECK(ksm_write("run", 2) == 0, "run=2");
+	ksm_get_counts(&c);
+	CHECK(c.shared == 0 && c.sharing == 0 && c.unshared == 0 &&
+	      c.volatile_ == 0,
+	      "after run=2: shared %ld sharing %ld unshared %ld volatile %ld",
+	      c.shared, c.sharing, c.unshared, c.volatile_);
+	CHECK(ksm_stat(0, "ksm_merging_pages") == 0 &&
+	      ksm_stat(0, "ksm_rmap_items") == 0,
+	      "ksm_stat: merging %ld rmap_items %ld",
+	      ksm_stat(0, "ksm_merging_pages"), ksm_stat(0, "ksm_rmap_items"));
+	CHECK(pages_wrong(p, N, 70) == 0, "content after run=2");
+	for (int i = 0; i < N; i++)
+		fill_pattern(p + i * page_size, 71, 0);
+	CHECK(ksm_resume() == 0, "run=1");
+	CHECK(ksm_wait_counts(1, N - 1, 0, 0), "merged again");
+	for (int i = 0; i < N; i++)
+		CHECK(holds_pattern(p + i * page_size, 71, 0), "page %d", i);
+	munmap(p, N * page_size);
+	ktap_result(checks_passed(), "run2_after_every_mapping_copied");
+}
+
+/*
  * run=0 stops ksmd and keeps merged pages merged; a COW while stopped is
  * not accounted until ksmd runs again.
  */
@@ -203,9 +243,10 @@ static void test_run0(void)
 int main(void)
 {
 	ksm_save_settings();
-	ktap_plan(3);
+	ktap_plan(4);
 	test_madv_unmergeable();
 	test_run2();
+	test_run2_after_cow();
 	test_run0();
 	return ktap_finish();
 }
