@@ -118,11 +118,18 @@ static bool wait_ksm_kb(char *p, long kb)
 static bool one_frame(const char *p, int pages)
 {
 	unsigned long pfn = page_pfn(p);
+	bool one = pfn != 0;
 
 	for (int i = 1; i < pages; i++)
-		if (page_pfn(p + i * page_size) != pfn)
-			return false;
-	return pfn != 0;
+		one &= page_pfn(p + i * page_size) == pfn;
+	if (one)
+		return true;
+	for (int i = 0; i < pages; i++)
+		ktap_diag("page %d: pfn %#lx", i, page_pfn(p + i * page_size));
+	ktap_diag("pages_shared %ld pages_sharing %ld stable_node_dups %ld",
+		  ksm_read("pages_shared"), ksm_read("pages_sharing"),
+		  ksm_read("stable_node_dups"));
+	return false;
 }
 
 static void fill_copies(char *p, int pages, unsigned int seed)
