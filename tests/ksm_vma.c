@@ -470,8 +470,8 @@ static void test_uffd_wp(void)
 	double deadline;
 	pthread_t th;
 	struct pair r;
+	long cow, moved, aged;
 	bool api_ok;
-	long cow;
 
 	uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
 	if (uffd < 0 && (errno == ENOSYS || errno == EPERM)) {
@@ -500,10 +500,20 @@ static void test_uffd_wp(void)
 	      same_frames(r.a, r.b, N));
 	CHECK(pages_wrong(r.a, N, r.seed) == 0, "reads of protected pages");
 
+	/*
+	 * ksmd paused, as for mlock and mremap: cow_ksm counts every copy of
+	 * a KSM page, ksmd's unsharing of a pair it could not finish too, and
+	 * this counts the writer's copies alone.
+	 */
+	CHECK(ksm_pause() == 0, "pause ksmd");
 	cow = vmstat("cow_ksm");
+	moved = vmstat("pgmigrate_success");
+	aged = vmstat("pgrefill") + vmstat("pgscan_kswapd") +
+	       vmstat("pgscan_direct");
 	w.a = r.a;
 	if (pthread_create(&th, NULL, wp_write, &w)) {
 		CHECK(0, "pthread_create");
+		ksm_resume();
 		goto out;
 	}
 	deadline = monotonic_seconds() + 60;
@@ -537,8 +547,11 @@ static void test_uffd_wp(void)
 		uffd_wp(uffd, r.a, N * page_size, false);
 	}
 	pthread_join(th, NULL);
-	ktap_diag("%d WP faults, %d stray, cow_ksm +%ld", nfaults, stray,
-		  vmstat("cow_ksm") - cow);
+	ktap_diag("%d WP faults, %d stray, cow_ksm +%ld, pages migrated %ld, scanned by reclaim %ld",
+		  nfaults, stray, vmstat("cow_ksm") - cow,
+		  vmstat("pgmigrate_success") - moved,
+		  vmstat("pgrefill") + vmstat("pgscan_kswapd") +
+		  vmstat("pgscan_direct") - aged);
 	CHECK(stray == 0, "%d unexpected faults", stray);
 	for (int i = 0; i < W; i++)
 		CHECK(faults[2 * i] >= 1, "page %d faulted %d times", 2 * i,
@@ -548,6 +561,7 @@ static void test_uffd_wp(void)
 	for (int i = 0; i < N; i++)
 		CHECK(page_holds(r.a, i, wp_seed(r.seed, i)),
 		      "A page %d", i);
+	CHECK(ksm_resume() == 0, "resume ksmd");
 	CHECK(pages_wrong(r.b, N, r.seed) == 0, "content of B");
 	/* The rest of A is still protected: un-protect and unregister. */
 	CHECK(uffd_wp(uffd, r.a, N * page_size, false) == 0, "un-protect all");
