@@ -10,7 +10,11 @@
 #   make test-stock    the suites on the pristine kernel (same config)
 #   make bench         stock and ours side by side, ratios and a plot
 #   make abi-diff      one KSM workload on stock and ours: what a user sees, diffed
-#   make series        export the series as git format-patch files
+#   make series        generate the patch series from kernel/ into build/series,
+#                      checked (checkpatch, kernel-doc, git am); CHECK=build also
+#                      builds the tree after every patch; PREV=REV range-diffs
+#   make refresh       take edits made in build/src-ksm into kernel/ (DIFF=NAME
+#                      names the diff for a pristine file no diff owns yet)
 #   make matrix        build and boot our tree under every kernel configuration
 #                      of kernel/config/matrix/ (about two hours; not in CI)
 #   make kernel | stock-kernel | guest | deps | clean
@@ -23,8 +27,8 @@ FLAVOUR := $(if $(filter n,$(KSM)),noksm,$(if $(filter kasan,$(DEBUG)),ksm-kasan
 RUN_ENV := $(if $(SOAK),APPEND="samepage.plan=plan-soak samepage.soak=$(SOAK) samepage.limit=$$(($(SOAK) * 3 + 300))" TIMEOUT=$$(($(SOAK) * 3 + 900))) \
 	$(if $(filter kasan,$(DEBUG)),$(if $(SOAK),,TIMEOUT=6000 APPEND=samepage.limit=1800))
 
-.PHONY: all demo test test-stock bench abi-diff series matrix kernel stock-kernel \
-	noksm-kernel guest deps clean guest-progs
+.PHONY: all demo test test-stock bench abi-diff series refresh matrix kernel \
+	stock-kernel noksm-kernel guest deps clean guest-progs
 
 all: test
 
@@ -46,6 +50,7 @@ guest: deps
 
 test: deps
 	@$(S)/build-kernel.sh $(FLAVOUR)
+	@$(S)/export-series.sh --check
 	@$(S)/build-guest.sh
 	@$(RUN_ENV) $(S)/run-tests.sh $(FLAVOUR)
 
@@ -76,6 +81,9 @@ series: deps
 	@$(S)/prepare-tree.sh
 	@$(S)/export-series.sh
 
+refresh:
+	@$(S)/refresh.sh $(DIFF)
+
 matrix: deps
 	@$(S)/prepare-tree.sh
 	@$(S)/matrix.sh $(CONFIGS)
@@ -91,12 +99,12 @@ GUEST_CC ?= gcc
 HDR ?= build/guest/hdr/include
 GUEST_CFLAGS := -static -O2 -Wall -Wextra -Werror -Wno-unused-parameter \
 	-D_GNU_SOURCE -isystem $(HDR) -Itests/lib
-GUEST_SRCS := $(wildcard tests/*.c tools/*.c bench/*.c)
+GUEST_SRCS := $(wildcard tests/*.c bench/*.c)
 GUEST_LIB := $(wildcard tests/lib/*.c)
 GUEST_HDRS := $(wildcard tests/lib/*.h)
-# The series' own user tools (kernel/src/tools/mm/), libc only: built
+# The series' own user tools (kernel/tree/tools/mm/), libc only: built
 # without the test library, as the kernel's tools/mm/Makefile builds them.
-GUEST_KTOOLS := kernel/src/tools/mm/ksmtop.c
+GUEST_KTOOLS := kernel/tree/tools/mm/ksmtop.c
 
 guest-progs: $(patsubst %.c,$(GUEST_BIN)/%,$(notdir $(GUEST_SRCS) $(GUEST_KTOOLS)))
 

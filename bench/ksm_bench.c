@@ -3,9 +3,11 @@
  * ksm_bench.c - the KSM benchmark, run in the guest by samepage.mode=bench.
  *
  * Workloads, one after another, each on a freshly reset KSM (run=2, then
- * run=1 with smart_scan=0, sleep_millisecs=0, pages_to_scan=PAGES_TO_SCAN,
- * use_zero_pages=0, merge_across_nodes=1, max_page_sharing=256), each in
- * child processes that exit afterwards so that ksmd goes idle:
+ * run=1 with ksm_reset()'s settings: smart_scan=0, sleep_millisecs=0,
+ * pages_to_scan=1000, use_zero_pages=0, merge_across_nodes=1,
+ * max_page_sharing=256, and on samepage merge_domain=system and
+ * use_fresh_pages=0), each in child processes that exit afterwards so
+ * that ksmd goes idle:
  *
  *   clones    CLONE_KIDS processes with the same CLONE_PAGES distinct pages:
  *             time and ksmd CPU to full merge from run=1 (all madvised
@@ -49,22 +51,16 @@
  *   error TEXT			a check failed or a wait timed out
  *   bench done errors=N	last line
  */
-#include <ctype.h>
-#include <dirent.h>
-#include <errno.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "ksmtest.h"
 
-#define PAGES_TO_SCAN	1000
 #define CLONE_KIDS	4
 #define CLONE_PAGES	4096		/* 16 MiB per child */
 #define VOLATILE_PAGES	16384
@@ -94,16 +90,7 @@ struct sample {
 };
 
 static long clk_tck;
-static pid_t ksmd;
 static int errors;
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static void metric(const char *name, double value, const char *unit)
 {
@@ -123,32 +110,6 @@ static void fail(const char *fmt, ...)
 	printf("\n");
 }
 
-static pid_t find_ksmd(void)
-{
-	char path[300], comm[32];
-	struct dirent *d;
-	pid_t pid = -1;
-	DIR *dir;
-	FILE *f;
-
-	dir = opendir("/proc");
-	if (!dir)
-		return -1;
-	while (pid < 0 && (d = readdir(dir))) {
-		if (!isdigit((unsigned char)d->d_name[0]))
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s/comm", d->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		if (fgets(comm, sizeof(comm), f) && !strcmp(comm, "ksmd\n"))
-			pid = atoi(d->d_name);
-		fclose(f);
-	}
-	closedir(dir);
-	return pid;
-}
-
 /* ksmd's utime + stime (fields 14 and 15 of /proc/<pid>/stat), in ticks. */
 static long ksmd_ticks(void)
 {
@@ -158,7 +119,7 @@ static long ksmd_ticks(void)
 	FILE *f;
 	int n;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", ksmd);
+	snprintf(path, sizeof(path), "/proc/%d/stat", ksmd_pid());
 	f = fopen(path, "r");
 	if (!f)
 		return -1;
@@ -174,7 +135,7 @@ static long ksmd_ticks(void)
 
 static void sample(struct sample *s)
 {
-	s->t = now();
+	s->t = monotonic_seconds();
 	s->ticks = ksmd_ticks();
 	s->scanned = ksm_read("pages_scanned");
 	s->scans = ksm_read("full_scans");
@@ -246,17 +207,8 @@ static double ns_per_page(const struct sample *a, const struct sample *b)
 /* The "Slab:" line of /proc/meminfo, in bytes; -1 if absent. */
 static long slab_bytes(void)
 {
-	char line[128];
-	long kb = -1;
-	FILE *f;
+	long kb = meminfo_kb("Slab");
 
-	f = fopen("/proc/meminfo", "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "Slab: %ld kB", &kb) == 1)
-			break;
-	fclose(f);
 	return kb < 0 ? -1 : kb * 1024;
 }
 
@@ -278,24 +230,19 @@ static void metadata_metric(const char *name, long slab_before)
 	metric(name, (double)grown / tracked, "B/page");
 }
 
-/* Wait until full_scans reaches @target; false on timeout. */
+/* Wait until full_scans reaches @target; false, and an error, on timeout. */
 static bool wait_scans_until(long target)
 {
-	double deadline = now() + WAIT_LIMIT;
-
-	while (ksm_read("full_scans") < target) {
-		if (now() > deadline) {
-			fail("timed out waiting for full scan %ld", target);
-			return false;
-		}
-		usleep(10000);
-	}
-	return true;
+	if (ksm_wait_scans_until(target, WAIT_LIMIT))
+		return true;
+	fail("timed out waiting for full scan %ld", target);
+	return false;
 }
 
 /*
- * Unmerge everything, then run with the bench's settings; the knobs that a
- * kernel may lack (advisor_mode) are set without checking.
+ * ksm_reset(), but a failed write of a setting is an error and leaves ksmd
+ * stopped; the knobs that a kernel may lack (advisor_mode, samepage's) are
+ * not checked.
  */
 static bool reset(void)
 {
@@ -303,12 +250,7 @@ static bool reset(void)
 		fail("cannot unmerge (run=2)");
 		return false;
 	}
-	ksm_write_str("advisor_mode", "none");
-	if (ksm_write("smart_scan", 0) || ksm_write("use_zero_pages", 0) ||
-	    ksm_write("merge_across_nodes", 1) ||
-	    ksm_write("max_page_sharing", 256) ||
-	    ksm_write("sleep_millisecs", 0) ||
-	    ksm_write("pages_to_scan", PAGES_TO_SCAN) || ksm_write("run", 1)) {
+	if (ksm_reset_settings() || ksm_write("run", 1)) {
 		fail("cannot set the bench's KSM settings");
 		return false;
 	}
@@ -344,18 +286,6 @@ static bool call_all(struct kids *k, char cmd)
 
 	for (int i = 0; i < k->n; i++)
 		ok &= call(k, i, cmd, NULL) == 'k';
-	return ok;
-}
-
-/* Wait for every child's first reply, sent when its memory is ready. */
-static bool kids_ready(struct kids *k)
-{
-	struct reply r;
-	bool ok = true;
-
-	for (int i = 0; i < k->n; i++)
-		ok &= read(k->from_kid[i], &r, sizeof(r)) == sizeof(r) &&
-		      r.status == 'k';
 	return ok;
 }
 
@@ -409,20 +339,20 @@ static void write_volatile(char *mem, size_t pages, int cmd_fd)
 
 static double write_each_page(char *mem, size_t pages)
 {
-	double t0 = now();
+	double t0 = monotonic_seconds();
 
 	for (size_t p = 0; p < pages; p++)
 		((volatile char *)mem)[p * page_size] ^= 1;
-	return now() - t0;
+	return monotonic_seconds() - t0;
 }
 
 static double madvise_timed(char *mem, size_t pages, int advice)
 {
-	double t0 = now();
+	double t0 = monotonic_seconds();
 
 	if (madvise(mem, pages * page_size, advice))
 		return -1;
-	return now() - t0;
+	return monotonic_seconds() - t0;
 }
 
 static int kid_main(void *arg, int i, int cmd_fd, int reply_fd)
@@ -432,7 +362,7 @@ static int kid_main(void *arg, int i, int cmd_fd, int reply_fd)
 	double t;
 
 	fill(job, mem, i);
-	reply(reply_fd, 'k', 0);
+	kid_reply(reply_fd, 'k');	/* ready */
 	for (;;) {
 		switch (kid_wait_cmd(cmd_fd)) {
 		case 'm':
@@ -462,7 +392,7 @@ static int kid_main(void *arg, int i, int cmd_fd, int reply_fd)
 
 static bool start_kids(struct kids *k, int n, struct job *job)
 {
-	if (kids_start(k, n, kid_main, job) || !kids_ready(k)) {
+	if (kids_start(k, n, kid_main, job) || !kids_collect(k, NULL)) {
 		fail("cannot start %d children", n);
 		return false;
 	}
@@ -487,7 +417,7 @@ static bool wait_merged(const struct sample *start, long sharing, long shared,
 	long s;
 
 	for (;;) {
-		double t = now();
+		double t = monotonic_seconds();
 
 		s = ksm_read("pages_sharing");
 		if (series && t >= next) {
@@ -504,7 +434,7 @@ static bool wait_merged(const struct sample *start, long sharing, long shared,
 		usleep(10000);
 	}
 	if (series)
-		series_point(start, now(), s);
+		series_point(start, monotonic_seconds(), s);
 	return true;
 }
 
@@ -564,11 +494,11 @@ static void clones_unmerge(struct kids *k)
 		fail("clones: MADV_UNMERGEABLE failed");
 	metric("unmerge_madvise", t * 1e9 / CLONE_PAGES, "ns/page");
 	/* The counters lag until ksmd's next visit: what is left is known. */
-	t0 = now();
+	t0 = monotonic_seconds();
 	prof_begin();
 	if (ksm_write("run", 2))
 		fail("clones: run=2 failed");
-	t = now() - t0;
+	t = monotonic_seconds() - t0;
 	prof_end("unmerge_run2");
 	metric("unmerge_run2", t * 1e9 / left, "ns/page");
 	if (ksm_read("pages_sharing") || ksm_read("pages_shared"))
@@ -620,9 +550,7 @@ static void bench_clones(void)
 	if (ksm_read_str("merge_domain", (char[64]){ 0 }, 64))
 		return;
 	bench_clones_with("clones_domain", "merge_domain", "user", off);
-	ksm_write_str("merge_domain", "system");
 	bench_clones_with("clones_fresh", "use_fresh_pages", "1", off);
-	ksm_write("use_fresh_pages", 0);
 }
 
 /*
@@ -708,14 +636,12 @@ static void bench_volatile(void)
 
 int main(void)
 {
-	double t0 = now();
+	double t0 = monotonic_seconds();
 
-	setvbuf(stdout, NULL, _IOLBF, 0);
 	clk_tck = sysconf(_SC_CLK_TCK);
-	ksmd = find_ksmd();
 	printf("# ksm_bench: page size %zu, clock ticks %ld/s, ksmd pid %d\n",
-	       page_size, clk_tck, ksmd);
-	if (ksmd < 0 || ksm_read("run") < 0) {
+	       page_size, clk_tck, ksmd_pid());
+	if (!ksmd_pid() || ksm_read("run") < 0) {
 		fail("no ksmd or no %s", KSM_DIR);
 	} else {
 		bench_clones();
@@ -728,7 +654,7 @@ int main(void)
 		bench_volatile();
 		ksm_write("run", 2);
 	}
-	metric("bench_guest_time", now() - t0, "s");
+	metric("bench_guest_time", monotonic_seconds() - t0, "s");
 	printf("bench done errors=%d\n", errors);
 	return errors ? 1 : 0;
 }

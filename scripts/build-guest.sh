@@ -1,5 +1,5 @@
 #!/bin/bash
-# Build the guest's static binaries (our tests, tools and bench, and the
+# Build the guest's static binaries (our tests and bench, and the
 # kernel's KSM selftests from the same tree) and pack the initramfs
 # build/guest/initramfs.cpio.gz around busybox-static and tests/init.
 set -euo pipefail
@@ -74,7 +74,7 @@ cflags=(-static -O2 -w -ftrivial-auto-var-init=zero -U_FORTIFY_SOURCE -no-pie -I
 	"$mm/ksm_tests.c" "$mm/vm_util.c" "$mm/thp_settings.c" \
 	-lnuma -lrt -lpthread -lm
 
-# Ours: tests/, tools/ and bench/ each build their C programs into bin/.
+# Ours: tests/ and bench/ each build their C programs into bin/.
 make -s -C "$TOP" guest-progs GUEST_BIN="$root/guest/bin" HDR="$hdr/include" \
 	GUEST_CC="${cc[*]}"
 

@@ -4,7 +4,7 @@
 # entry (ktap.log) and of KUnit (console.log). Exit non-zero on any failure,
 # on a skip, on a kernel splat in console.log, or when the guest did not
 # finish. EXPECTED_SKIPS names a file of test-name prefixes whose skips are
-# expected on this kernel (tests/stock-skips: our extensions, on stock).
+# expected on this kernel (tests/skips-stock: our extensions, on stock).
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 

@@ -28,11 +28,11 @@ mkdir -p "$out"
 pass=0 fail=0
 
 # guest_stale DIR: should the guest in DIR be built (again)? When asked
-# (REBUILD_GUEST=1), when there is none, or when a test, a tool, the bench
+# (REBUILD_GUEST=1), when there is none, or when a test, the bench or demo
 # or the guest build changed since it was built.
 guest_stale() {
 	[ -n "${REBUILD_GUEST:-}" ] || [ ! -f "$1/initramfs.cpio.gz" ] ||
-		[ -n "$(find "$TOP/tests" "$TOP/tools" "$TOP/bench" \
+		[ -n "$(find "$TOP/tests" "$TOP/bench" \
 			"$TOP/scripts/build-guest.sh" -newer "$1/initramfs.cpio.gz" \
 			-print -quit)" ]
 }

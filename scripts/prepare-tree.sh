@@ -1,7 +1,7 @@
 #!/bin/bash
 # Unpack Debian's linux-source-6.12 into build/src as a git repository whose
 # first commit (tag "pristine") is the untouched tree, then lay the worktree
-# build/src-ksm with our series applied on top of it.
+# build/src-ksm from kernel/ (scripts/lay-tree.sh).
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 
@@ -26,11 +26,11 @@ if [ ! -f "$SRC_STOCK/.samepage-stamp" ] ||
 	git config user.email "build@samepage.invalid"
 	git config core.autocrlf false
 	git config gc.auto 0
-	printf '%s\n' '/obj*/' '/.samepage-stamp' '/.samepage-series' >> .git/info/exclude
+	printf '%s\n' '/obj*/' '/.samepage-stamp' >> .git/info/exclude
 	git add -A -f .
 	git commit -q -m "linux-source-6.12 $installed (pristine)"
 	git tag pristine
 	echo "$stamp_want" > .samepage-stamp
 fi
 
-"$TOP/scripts/apply-series.sh"
+"$TOP/scripts/lay-tree.sh"

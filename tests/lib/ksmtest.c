@@ -277,6 +277,42 @@ void ksm_save_settings(void)
 	}
 }
 
+/*
+ * Settings that make scans quick and their count predictable, in the order
+ * written; an optional one may be absent: advisor_mode from older kernels,
+ * samepage's own from stock.
+ */
+static const struct {
+	const char *name, *value;
+	bool optional;
+} fast_settings[] = {
+	/* First: leaving the advisor resets pages_to_scan. */
+	{ "advisor_mode", "none", true },
+	{ "smart_scan", "0", false },
+	{ "use_zero_pages", "0", false },
+	{ "merge_across_nodes", "1", false },
+	{ "max_page_sharing", "256", false },
+	/* samepage's merge domains and fresh pages: off, as in mainline. */
+	{ "merge_domain", "system", true },
+	{ "use_fresh_pages", "0", true },
+	{ "sleep_millisecs", "0", false },
+	{ "pages_to_scan", "1000", false },
+};
+
+int ksm_reset_settings(void)
+{
+	int err = 0;
+
+	for (size_t i = 0; i < ARRAY_SIZE(fast_settings); i++) {
+		int e = ksm_write_str(fast_settings[i].name,
+				      fast_settings[i].value);
+
+		if (e && !err && !fast_settings[i].optional)
+			err = e;
+	}
+	return err;
+}
+
 int ksm_reset(void)
 {
 	int err;
@@ -284,17 +320,8 @@ int ksm_reset(void)
 	err = ksm_write("run", 2);
 	if (err)
 		return err;
-	/* Settings that make scans quick and their count predictable. */
-	ksm_write_str("advisor_mode", "none");
-	ksm_write("smart_scan", 0);
-	ksm_write("use_zero_pages", 0);
-	ksm_write("merge_across_nodes", 1);
-	ksm_write("max_page_sharing", 256);
-	/* samepage's merge domains and fresh pages: off, as in mainline. */
-	ksm_write_str("merge_domain", "system");
-	ksm_write("use_fresh_pages", 0);
-	ksm_write("sleep_millisecs", 0);
-	ksm_write("pages_to_scan", 1000);
+	/* Unchecked: merge_across_nodes, for one, needs CONFIG_NUMA. */
+	ksm_reset_settings();
 	return ksm_write("run", 1);
 }
 
@@ -306,21 +333,28 @@ double monotonic_seconds(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-bool ksm_wait_scans(int scans)
+bool ksm_wait_scans_until(long target, double seconds)
 {
-	long target = ksm_read("full_scans") + scans;
-	double deadline = monotonic_seconds() + KSM_WAIT_SECONDS;
+	double deadline = monotonic_seconds() + seconds;
 
-	if (target < scans)
-		return false;	/* no KSM */
 	while (ksm_read("full_scans") < target) {
-		if (monotonic_seconds() > deadline) {
-			ktap_diag("timed out waiting for %d full scans", scans);
+		if (monotonic_seconds() > deadline)
 			return false;
-		}
 		usleep(10000);
 	}
 	return true;
+}
+
+bool ksm_wait_scans(int scans)
+{
+	long target = ksm_read("full_scans") + scans;
+
+	if (target < scans)
+		return false;	/* no KSM */
+	if (ksm_wait_scans_until(target, KSM_WAIT_SECONDS))
+		return true;
+	ktap_diag("timed out waiting for %d full scans", scans);
+	return false;
 }
 
 bool ksm_wait_counter(const char *name, long value)

@@ -50,8 +50,16 @@ int ksm_read_str(const char *name, char *buf, size_t size);
 void ksm_save_settings(void);
 /* Unmerge everything, then run with fast, deterministic settings. */
 int ksm_reset(void);
+/*
+ * ksm_reset()'s settings, without its run=2 and run=1: each written, then
+ * 0 or the first failed write's -errno, not counting the knobs a kernel
+ * may lack (advisor_mode, and samepage's merge_domain and use_fresh_pages).
+ */
+int ksm_reset_settings(void);
 /* Wait for @scans more completed full scans; false on timeout. */
 bool ksm_wait_scans(int scans);
+/* Wait until full_scans reaches @target, at most @seconds; false on timeout. */
+bool ksm_wait_scans_until(long target, double seconds);
 /* Wait until the counter @name reaches @value; false on timeout. */
 bool ksm_wait_counter(const char *name, long value);
 

@@ -1,0 +1,400 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * samepage nodes and sharers: what ksmd records of a page, and its
+ * lifecycle. The entry of each tracked page in its slot's xarray (a state
+ * word, or the node of the KSM page it maps), and the counters that follow
+ * the entries; a sharer added to and taken off its KSM page's node; a node
+ * freed with its folio, released as an orphan, or found stale by the
+ * sweep.
+ *
+ * All of it runs under sp_mutex; a node's sharers change only with its
+ * KSM folio locked, or once the folio is gone.
+ */
+#include <linux/jiffies.h>
+#include <linux/mm.h>
+#include <linux/rmap.h>
+#include <linux/slab.h>
+
+#include "samepage.h"
+
+#include <trace/events/ksm.h>
+
+/* Account for the entry of a page going from @old to @new. */
+static void sp_account(struct sp_slot *slot, void *old, void *new)
+{
+	if (!old) {
+		sp_stats.tracked++;
+		slot->mm->ksm_rmap_items++;
+	} else if (xa_is_value(old) && sp_st_cand(xa_to_value(old))) {
+		sp_stats.unshared--;
+	}
+	if (!new) {
+		sp_stats.tracked--;
+		slot->mm->ksm_rmap_items--;
+	} else if (xa_is_value(new) && sp_st_cand(xa_to_value(new))) {
+		sp_stats.unshared++;
+	}
+}
+
+/**
+ * sp_entry_set - set what ksmd knows of a page
+ * @slot: the page's slot
+ * @vpn: its virtual page number
+ * @new: a state word (xarray value), the node of the KSM page it maps, or
+ *       NULL to forget the page
+ *
+ * Done under the xarray's lock: once the last entry of an exiting mm's
+ * slot is gone, __ksm_exit() may free the slot, and nothing here touches
+ * it after that.
+ *
+ * Return: false if the entry could not be stored (no memory).
+ */
+bool sp_entry_set(struct sp_slot *slot, unsigned long vpn, void *new)
+{
+	void *old;
+
+	xa_lock(&slot->pages);
+	if (new)
+		old = __xa_store(&slot->pages, vpn, new, GFP_KERNEL);
+	else
+		old = __xa_erase(&slot->pages, vpn);
+	if (!xa_is_err(old))
+		sp_account(slot, old, new);
+	xa_unlock(&slot->pages);
+	return !xa_is_err(old);
+}
+
+/**
+ * sp_set_state - remember a page that is not merged
+ * @slot: the page's slot
+ * @vpn: its virtual page number
+ * @st: its state word
+ */
+void sp_set_state(struct sp_slot *slot, unsigned long vpn, unsigned long st)
+{
+	sp_entry_set(slot, vpn, xa_mk_value(st));
+}
+
+/*
+ * A node's sharers. The array grows to a power of two of them, and
+ * shrinks by half when it is a quarter full, so each link and unlink costs
+ * O(1) amortized. Finding the sharer of a mapping reads the array, as an
+ * rmap walk of the page does; max_page_sharing bounds both.
+ */
+
+/*
+ * Move @node's sharers to a new array with room for @cap; folio locked.
+ * A new one even to shrink: krealloc() keeps a smaller size in place.
+ */
+static bool sp_sharers_resize(struct sp_knode *node, unsigned int cap)
+{
+	struct sp_sharer *to;
+
+	to = kvmalloc_array(cap, sizeof(*to), GFP_KERNEL | __GFP_NOWARN);
+	if (!to)
+		return false;
+	if (node->nr_sharers)
+		memcpy(to, node->sharers, node->nr_sharers * sizeof(*to));
+	kvfree(node->sharers);
+	node->sharers = to;
+	node->cap = cap;
+	return true;
+}
+
+/**
+ * sp_sharers_init - give a new node room for its first sharers
+ * @node: the node, not yet a KSM page's
+ * @cap: how many
+ *
+ * Return: false if there is no memory for them.
+ */
+bool sp_sharers_init(struct sp_knode *node, unsigned int cap)
+{
+	return sp_sharers_resize(node, cap);
+}
+
+/**
+ * sp_sharer_slot - the slot of a sharer's mm
+ * @sh: the sharer, linked: its slot lives until it is unlinked
+ *
+ * Return: the slot.
+ */
+struct sp_slot *sp_sharer_slot(const struct sp_sharer *sh)
+{
+	return xa_load(&sp_slot_ids, sp_where_id(sh->where));
+}
+
+/**
+ * sp_sharer_link - record a mapping of a KSM page
+ * @node: the KSM page's node; its folio locked
+ * @slot: the slot of the mapping's mm
+ * @addr: the mapping's address
+ * @av: the anon_vma of its VMA, referenced: the reference goes to the
+ *      sharer, or stays the caller's on failure
+ *
+ * Return: false if the slot has no id, or the sharer or the page's entry
+ * could not be stored.
+ */
+bool sp_sharer_link(struct sp_knode *node, struct sp_slot *slot,
+		    unsigned long addr, struct anon_vma *av)
+{
+	unsigned long vpn = addr >> PAGE_SHIFT;
+
+	if (!slot->id)
+		return false;
+	if (node->nr_sharers == node->cap &&
+	    !sp_sharers_resize(node, max(2 * node->cap, 2U)))
+		return false;
+	if (!sp_entry_set(slot, vpn, node))
+		return false;
+	node->sharers[node->nr_sharers].where = sp_where(slot->id, vpn);
+	node->sharers[node->nr_sharers].anon_vma = av;
+	if (node->nr_sharers++)
+		sp_stats.sharing++;
+	else
+		sp_stats.shared++;
+	slot->mm->ksm_merging_pages++;
+	return true;
+}
+
+/*
+ * Take sharer @i off @node, and forget its page unless @keep (its slot's
+ * xarray is about to go whole); KSM folio locked or gone. The last sharer
+ * takes its place.
+ */
+static void sp_sharer_unlink(struct sp_knode *node, unsigned int i,
+			     bool keep)
+{
+	struct sp_sharer sh = node->sharers[i];
+	struct sp_slot *slot = sp_sharer_slot(&sh);
+
+	node->sharers[i] = node->sharers[--node->nr_sharers];
+	if (node->nr_sharers)
+		sp_stats.sharing--;
+	else
+		sp_stats.shared--;
+	put_anon_vma(sh.anon_vma);
+	slot->mm->ksm_merging_pages--;
+	if (!keep)
+		sp_entry_set(slot, sp_where_addr(sh.where) >> PAGE_SHIFT, NULL);
+}
+
+/* Nodes freed, ever: a batch that holds node pointers checks it. */
+static unsigned long sp_knodes_freed;
+
+/**
+ * sp_knode_free - free a node whose KSM folio has gone, and its sharers
+ * @node: the node; sp_mutex held
+ */
+void sp_knode_free(struct sp_knode *node)
+{
+	struct sp_sharer *sh;
+
+	while (node->nr_sharers) {
+		sh = &node->sharers[node->nr_sharers - 1];
+		/*
+		 * Mainline traces the teardown of each mapping but the one
+		 * that made the page shared, which was linked first.
+		 */
+		if (node->nr_sharers > 1)
+			trace_ksm_remove_rmap_item(node->kpfn,
+						   (void *)(long)sh->where,
+						   sp_sharer_slot(sh)->mm);
+		sp_sharer_unlink(node, node->nr_sharers - 1, false);
+	}
+	kvfree(node->sharers);
+	sp_knodes_freed++;
+	trace_ksm_remove_ksm_page(node->kpfn);
+	sp_stable_del(&sp_stable, node);
+	kmem_cache_free(sp_node_cache, node);
+}
+
+/*
+ * Forget a mapping of a KSM page: its sharer, and its page's entry unless
+ * @keep; sp_mutex held.
+ */
+static void __sp_sharer_drop(struct sp_knode *node, struct sp_slot *slot,
+			     unsigned long vpn, bool keep)
+{
+	struct folio *kfolio = sp_node_folio(node, true);
+	u64 where = sp_where(slot->id, vpn);
+	unsigned int i;
+
+	/* No folio: the node was stale, and went with every sharer. */
+	if (!kfolio)
+		return;
+	for (i = 0; i < node->nr_sharers; i++)
+		if (node->sharers[i].where == where)
+			break;
+	if (!WARN_ON_ONCE(i == node->nr_sharers))
+		sp_sharer_unlink(node, i, keep);
+	else if (!keep)
+		sp_entry_set(slot, vpn, NULL);
+	if (node->cap > 4 && node->nr_sharers <= node->cap / 4)
+		sp_sharers_resize(node, node->cap / 2);
+	folio_unlock(kfolio);
+	folio_put(kfolio);
+}
+
+/**
+ * sp_sharer_drop - forget a mapping of a KSM page
+ * @node: the node that the page's entry points to; sp_mutex held
+ * @slot: the page's slot
+ * @vpn: its virtual page number
+ */
+void sp_sharer_drop(struct sp_knode *node, struct sp_slot *slot,
+		    unsigned long vpn)
+{
+	__sp_sharer_drop(node, slot, vpn, false);
+}
+
+/**
+ * sp_forget - forget the pages of a range where nothing is mapped
+ * @slot: the slot
+ * @from: the range's first address
+ * @to: the address past it
+ */
+void sp_forget(struct sp_slot *slot, unsigned long from, unsigned long to)
+{
+	unsigned long vpn;
+	void *entry;
+
+	if (from >= to)
+		return;
+	xa_for_each_range(&slot->pages, vpn, entry, from >> PAGE_SHIFT,
+			  (to - 1) >> PAGE_SHIFT) {
+		if (xa_is_value(entry))
+			sp_entry_set(slot, vpn, NULL);
+		else
+			sp_sharer_drop(entry, slot, vpn);
+	}
+}
+
+/* Merged pages of a slot, gathered to be dropped outside the RCU walk. */
+#define SP_FORGET_BATCH	32
+
+/*
+ * Drop the sharers of @slot's merged pages from @*vpn on, a batch at a
+ * time, keeping their entries; *@vpn moves past the batch. True while
+ * there may be more.
+ */
+static bool sp_forget_sharers(struct sp_slot *slot, unsigned long *vpn)
+{
+	XA_STATE(xas, &slot->pages, *vpn);
+	struct sp_knode *nodes[SP_FORGET_BATCH];
+	unsigned long vpns[SP_FORGET_BATCH];
+	unsigned long freed = sp_knodes_freed;
+	unsigned int n = 0, i;
+	void *entry;
+
+	rcu_read_lock();
+	xas_for_each(&xas, entry, ULONG_MAX) {
+		if (xas_retry(&xas, entry) || xa_is_value(entry))
+			continue;
+		nodes[n] = entry;
+		vpns[n] = xas.xa_index;
+		if (++n == SP_FORGET_BATCH)
+			break;
+	}
+	rcu_read_unlock();
+	for (i = 0; i < n; i++) {
+		/*
+		 * A stale node, freed by an earlier drop, took its sharers'
+		 * entries with it: this page's too, if it mapped that node.
+		 */
+		if (freed != sp_knodes_freed &&
+		    xa_load(&slot->pages, vpns[i]) != nodes[i])
+			continue;
+		__sp_sharer_drop(nodes[i], slot, vpns[i], true);
+	}
+	if (n)
+		*vpn = vpns[n - 1] + 1;
+	return n == SP_FORGET_BATCH;
+}
+
+/**
+ * sp_forget_all - forget every page of a slot at once
+ * @slot: the cursor's slot: its mm exited or has nothing mergeable left,
+ *        or run=2 is unmerging everything. __ksm_exit() leaves it to
+ *        ksmd.
+ *
+ * As sp_forget() over the whole address space, but in one ordered walk
+ * of the xarray, which then goes whole, instead of a lookup and an erase
+ * a page.
+ */
+void sp_forget_all(struct sp_slot *slot)
+{
+	XA_STATE(xas, &slot->pages, 0);
+	unsigned long vpn = 0;
+	void *entry;
+
+	while (sp_forget_sharers(slot, &vpn))
+		cond_resched();
+	/* A stale node took its sharers' entries with it; count the rest. */
+	xas_lock(&xas);
+	xas_for_each(&xas, entry, ULONG_MAX)
+		sp_account(slot, entry, NULL);
+	xas_unlock(&xas);
+	xa_destroy(&slot->pages);
+}
+
+/* Free @node if its folio has gone. */
+static void sp_drop_if_stale(struct sp_knode *node)
+{
+	struct folio *folio = sp_node_folio(node, false);
+
+	if (folio)
+		folio_put(folio);
+}
+
+/**
+ * sp_release_orphan - let go of a KSM page that no sharer maps any more
+ * @node: a node of the stable index; the caller holds sp_mutex
+ *
+ * The folio of an orphan may live on without mappings: in the swap cache,
+ * in a per-CPU batch, or held for good after memory failure. Such a folio
+ * is left KSM without a node, which nothing can join and which goes when
+ * its last reference does, and the node is freed. A node whose folio is
+ * still mapped, by a fork ksmd has not seen yet, stays.
+ */
+void sp_release_orphan(struct sp_knode *node)
+{
+	struct folio *folio;
+
+	if (node->nr_sharers)
+		return;
+	folio = sp_node_folio(node, true);	/* frees the node if stale */
+	if (!folio)
+		return;
+	if (!folio_mapped(folio)) {
+		sp_folio_set_node(folio, NULL);
+		sp_knode_free(node);
+	}
+	folio_unlock(folio);
+	folio_put(folio);
+}
+
+/*
+ * Stale nodes, whose folio went (every mapping copied or unmapped before
+ * ksmd saw it), go when a lookup or the walk meets them, and otherwise by
+ * this sweep: with each batch, as many nodes as pages_to_scan, so a round
+ * of the stable table takes about as long as a pass over the pages, and
+ * costs no batch more than its pages do. A new round starts no sooner
+ * than stable_node_chains_prune_millisecs after the last one, so that
+ * the counts of chains and dups follow live pages within that time on a
+ * table that one batch covers.
+ */
+static unsigned long sp_next_sweep;
+
+/**
+ * sp_sweep - look for stale nodes, after a batch
+ * @budget: how many nodes to look at
+ */
+void sp_sweep(unsigned int budget)
+{
+	if (time_before(jiffies, sp_next_sweep))
+		return;
+	if (sp_stable_sweep(&sp_stable, budget, sp_drop_if_stale))
+		sp_next_sweep = jiffies +
+				msecs_to_jiffies(READ_ONCE(sp_chains_prune_ms));
+}

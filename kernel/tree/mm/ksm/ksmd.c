@@ -1,0 +1,267 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * samepage ksmd: the thread, its passes and batches, and run=2.
+ *
+ * ksmd walks the registered mms in list order, and in each the present
+ * anonymous pages of its mergeable VMAs in address order, pages_to_scan
+ * pages a batch: gathered a page table at a time (walk.c), each visited
+ * (visit.c). One walk over every mm is a pass; full_scans counts them.
+ * Addresses where no page is found any more are forgotten as the walk
+ * passes them (knode.c). Everything ksmd does is under sp_mutex.
+ */
+#include <linux/freezer.h>
+#include <linux/hashtable.h>
+#include <linux/kthread.h>
+#include <linux/mm.h>
+#include <linux/sched/mm.h>
+#include <linux/swap.h>
+
+#include "../internal.h"
+#include "samepage.h"
+
+#include <trace/events/ksm.h>
+
+struct sp_cursor sp_cur;
+
+/* ksmd's, under sp_mutex: too big for its stack. */
+static struct sp_found sp_found;
+
+/* Start a pass; false when no mm is registered. */
+static bool sp_pass_begin(void)
+{
+	struct sp_slot *first;
+
+	if (list_empty(&sp_slots))
+		return false;
+	sp_advisor_pass_begin();
+	trace_ksm_start_scan(sp_stats.full_scans, sp_stats.tracked);
+	sp_cand_reset(&sp_cands);
+	/*
+	 * Pages in per-CPU LRU batches hold references that block merging.
+	 * Draining them waits for every CPU: the cursor is set only after,
+	 * so that an mm registered meanwhile is appended to the list and
+	 * scanned in this pass, as mainline does, not put before the
+	 * cursor to wait for the next one.
+	 */
+	lru_add_drain_all();
+	spin_lock(&sp_slots_lock);
+	first = list_first_entry_or_null(&sp_slots, struct sp_slot, list);
+	sp_cur.slot = first;
+	sp_cur.addr = 0;
+	sp_cur.saw_vma = false;
+	spin_unlock(&sp_slots_lock);
+	return first;
+}
+
+/* End a pass: ksm_stop_scan carries its number, full_scans before it. */
+static void sp_pass_end(void)
+{
+	sp_advisor_pass_end();
+	trace_ksm_stop_scan(sp_stats.full_scans, sp_stats.tracked);
+	sp_stats.full_scans++;
+}
+
+/*
+ * Done with the cursor's slot (its mm's mmap_lock held, dropped here):
+ * move on, and unregister the mm if it exited or has no mergeable VMA
+ * left (a process that asked for merge-any keeps its slot).
+ */
+static void sp_slot_done(struct sp_slot *slot)
+{
+	struct mm_struct *mm = slot->mm;
+	bool gone = !atomic_read(&mm->mm_users) ||
+		    (!sp_cur.saw_vma && !test_bit(MMF_VM_MERGE_ANY, &mm->flags));
+
+	/*
+	 * Everything is done before mmap_lock is dropped: holding it keeps a
+	 * racing MADV_MERGEABLE from finding the mm still registered, and an
+	 * exiting mm's teardown waits for it.
+	 */
+	if (gone) {
+		sp_forget_all(slot);
+		clear_bit(MMF_VM_MERGEABLE, &mm->flags);
+	}
+	spin_lock(&sp_slots_lock);
+	sp_cur.slot = list_is_last(&slot->list, &sp_slots) ? NULL :
+		      list_next_entry(slot, list);
+	sp_cur.addr = 0;
+	sp_cur.saw_vma = false;
+	if (gone) {
+		list_del(&slot->list);
+		hash_del(&slot->hnode);
+		xa_erase(&sp_slot_ids, slot->id);
+	}
+	spin_unlock(&sp_slots_lock);
+	mmap_read_unlock(mm);
+	if (gone)
+		sp_slot_free(slot);
+}
+
+/*
+ * Gather the next pages to visit into sp_found, referenced, at most @max;
+ * false at the end of a pass. Entries of addresses where the walk found no
+ * page are forgotten on the way.
+ */
+static bool sp_gather(struct sp_slot **slotp, unsigned int max)
+{
+	struct sp_found *f = &sp_found;
+	struct sp_slot *slot;
+	unsigned int i;
+
+	if (!sp_cur.slot && !sp_pass_begin())
+		return false;
+	while ((slot = sp_cur.slot)) {
+		if (!sp_cur.addr)
+			sp_domain_enter(slot);
+		mmap_read_lock(slot->mm);
+		f->slot = slot;
+		f->nr = 0;
+		f->max = max;
+		if (atomic_read(&slot->mm->mm_users))
+			sp_find_in_mm(slot->mm, f);
+		if (f->nr) {
+			for (i = 0; i < f->nr; i++) {
+				sp_forget(slot, sp_cur.addr, f->addr[i]);
+				sp_cur.addr = f->addr[i] + PAGE_SIZE;
+			}
+			mmap_read_unlock(slot->mm);
+			*slotp = slot;
+			return true;
+		}
+		sp_forget(slot, sp_cur.addr, ULONG_MAX);
+		sp_slot_done(slot);
+	}
+	sp_pass_end();
+	return false;
+}
+
+/*
+ * Visit the gathered pages, each reference dropped after its visit (a
+ * page visited later may pair with it, and merging wants no extra
+ * reference on it); when ksmd must freeze, the cursor goes back to the
+ * first page not visited. Returns the budget left.
+ */
+static unsigned int sp_visit_found(struct sp_slot *slot, unsigned int budget)
+{
+	struct sp_found *f = &sp_found;
+	unsigned int i;
+
+	for (i = 0; i < f->nr; i++) {
+		if (!budget || freezing(current)) {
+			sp_cur.addr = min(sp_cur.addr, f->addr[i]);
+		} else if (sp_visit(slot, f->addr[i], f->page[i], f->how[i])) {
+			sp_stats.scanned++;
+			budget--;
+		}
+		put_page(f->page[i]);
+		cond_resched();
+	}
+	f->nr = 0;
+	return budget;
+}
+
+static void sp_scan_batch(unsigned int budget)
+{
+	struct sp_slot *slot;
+
+	while (budget && !freezing(current)) {
+		cond_resched();
+		if (!sp_gather(&slot, min_t(unsigned int, budget, SP_GATHER)))
+			return;
+		budget = sp_visit_found(slot, budget);
+	}
+}
+
+/**
+ * sp_unmerge_all - run=2: unshare every KSM page and forget every page
+ *
+ * Called with sp_mutex held. Slots of exited mms are freed on the way.
+ *
+ * Return: 0, or the error that stopped it (-ENOMEM, -ERESTARTSYS).
+ */
+int sp_unmerge_all(void)
+{
+	struct vm_area_struct *vma;
+	struct sp_slot *slot;
+	int err = 0;
+
+	spin_lock(&sp_slots_lock);
+	sp_cur.slot = list_first_entry_or_null(&sp_slots, struct sp_slot, list);
+	spin_unlock(&sp_slots_lock);
+	while (!err && (slot = sp_cur.slot)) {
+		VMA_ITERATOR(vmi, slot->mm, 0);
+
+		mmap_read_lock(slot->mm);
+		if (atomic_read(&slot->mm->mm_users)) {
+			for_each_vma(vmi, vma) {
+				if (!(vma->vm_flags & VM_MERGEABLE))
+					continue;
+				err = sp_unshare_range(vma, vma->vm_start,
+						       vma->vm_end);
+				if (err)
+					break;
+			}
+		}
+		sp_forget_all(slot);
+		sp_cur.saw_vma = true;	/* keep live slots registered */
+		sp_slot_done(slot);
+	}
+	spin_lock(&sp_slots_lock);
+	sp_cur.slot = NULL;
+	spin_unlock(&sp_slots_lock);
+	sp_stable_for_each(&sp_stable, sp_release_orphan);
+	sp_stats.full_scans = 0;
+	return err;
+}
+
+static bool sp_should_run(void)
+{
+	return (READ_ONCE(sp_run) & SP_RUN_MERGE) && !list_empty(&sp_slots) &&
+	       !sp_offline_pending();
+}
+
+/*
+ * Between batches: sleep sleep_millisecs (a new value takes effect at
+ * once), or, with nothing to do, until there is.
+ */
+static void sp_idle(void)
+{
+	unsigned int ms = READ_ONCE(sp_sleep_ms);
+
+	if (!sp_should_run())
+		wait_event_freezable(sp_thread_wait,
+				     kthread_should_stop() || sp_should_run());
+	else
+		wait_event_freezable_timeout(sp_thread_wait,
+					     kthread_should_stop() ||
+					     READ_ONCE(sp_sleep_ms) != ms,
+					     msecs_to_jiffies(ms));
+}
+
+static int sp_ksmd(void *unused)
+{
+	set_user_nice(current, 5);
+	set_freezable();
+	do {
+		scoped_guard(mutex, &sp_mutex) {
+			if (sp_should_run()) {
+				sp_scan_batch(READ_ONCE(sp_pages_to_scan));
+				sp_sweep(READ_ONCE(sp_pages_to_scan));
+			}
+		}
+		sp_idle();
+	} while (!kthread_should_stop());
+	return 0;
+}
+
+/**
+ * sp_scan_init - start ksmd
+ *
+ * Return: 0 or the error from kthread_run().
+ */
+int __init sp_scan_init(void)
+{
+	struct task_struct *t = kthread_run(sp_ksmd, NULL, "ksmd");
+
+	return PTR_ERR_OR_ZERO(t);
+}

@@ -1,0 +1,539 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * samepage merge path: the page-table side of merging and unmerging.
+ *
+ * Merging a page into a KSM page happens in two steps under the page's
+ * lock: its PTE is made read-only and clean, after a check that nobody
+ * but the page tables (and ksmd) holds the page, which keeps its content
+ * still; then, if the content still equals the KSM page's, the PTE is
+ * pointed at the KSM page. A later write to it faults and takes a private
+ * copy (do_wp_page() never reuses a KSM folio). Unmerging is that fault,
+ * requested with FAULT_FLAG_UNSHARE. Both PTE changes of a merge reach
+ * secondary MMUs through change_pte (set_pte_at_notify()) as well.
+ */
+#include <linux/mm.h>
+#include <linux/highmem.h>
+#include <linux/huge_mm.h>
+#include <linux/mmu_notifier.h>
+#include <linux/pagemap.h>
+#include <linux/pagewalk.h>
+#include <linux/rmap.h>
+#include <linux/sched/signal.h>
+#include <linux/swap.h>
+#include <linux/swapops.h>
+#include <asm/tlbflush.h>
+
+#include "../internal.h"
+#include "samepage.h"
+
+/**
+ * sp_vma_compatible - may this VMA's pages be merged at all?
+ * @vma: the VMA
+ *
+ * Return: true for private anonymous-capable mappings KSM can handle.
+ */
+bool sp_vma_compatible(struct vm_area_struct *vma)
+{
+	vm_flags_t refused = VM_SHARED | VM_MAYSHARE | VM_PFNMAP | VM_IO |
+			     VM_DONTEXPAND | VM_HUGETLB | VM_MIXEDMAP |
+			     VM_DROPPABLE;
+
+#ifdef VM_SAO
+	refused |= VM_SAO;
+#endif
+#ifdef VM_SPARC_ADI
+	refused |= VM_SPARC_ADI;
+#endif
+	return !(vma->vm_flags & refused) && !vma_is_dax(vma);
+}
+
+/**
+ * sp_mergeable_vma - the mergeable VMA at @addr, if it is still there
+ * @mm: the mm, mmap_lock held, possibly exiting
+ * @addr: the address
+ *
+ * Return: the VMA, or NULL if @mm is exiting or @addr is not mergeable.
+ */
+struct vm_area_struct *sp_mergeable_vma(struct mm_struct *mm,
+					unsigned long addr)
+{
+	struct vm_area_struct *vma;
+
+	if (!atomic_read(&mm->mm_users))
+		return NULL;
+	vma = vma_lookup(mm, addr);
+	if (!vma || !vma->anon_vma || !(vma->vm_flags & VM_MERGEABLE))
+		return NULL;
+	return vma;
+}
+
+/* Is the page at @addr mapped from KSM: a KSM folio or KSM's zero page? */
+static bool sp_maps_ksm(struct vm_area_struct *vma, unsigned long addr)
+{
+	struct folio_walk fw;
+	struct folio *folio;
+	bool ksm = false;
+
+	folio = folio_walk_start(&fw, vma, addr, FW_MIGRATION | FW_ZEROPAGE);
+	if (!folio)
+		return false;
+	if (!folio_test_large(folio) && fw.level == FW_LEVEL_PTE)
+		ksm = folio_test_ksm(folio) || is_ksm_zero_pte(fw.pte);
+	folio_walk_end(&fw, vma);
+	return ksm;
+}
+
+/*
+ * Give @addr a private copy of the KSM page it maps: @mapped says a walk
+ * just saw it map one, so the first fault needs no look first. The
+ * unshare fault may back out on a race; unless @once, try until the
+ * address no longer maps a KSM page. SIGBUS and SIGSEGV mean the mapping
+ * went away, which unmapped the KSM page as well.
+ */
+static int sp_unshare_from(struct vm_area_struct *vma, unsigned long addr,
+			   bool mapped, bool once)
+{
+	const vm_fault_t stop = VM_FAULT_OOM | VM_FAULT_SIGBUS |
+				VM_FAULT_SIGSEGV;
+	vm_fault_t ret;
+
+	while (mapped || sp_maps_ksm(vma, addr)) {
+		mapped = false;
+		cond_resched();
+		ret = handle_mm_fault(vma, addr,
+				      FAULT_FLAG_UNSHARE | FAULT_FLAG_REMOTE,
+				      NULL);
+		if (ret & VM_FAULT_OOM)
+			return -ENOMEM;
+		if ((ret & stop) || once)
+			break;
+	}
+	return 0;
+}
+
+/**
+ * sp_unshare - give @addr a private copy of the KSM page it maps
+ * @vma: the VMA, mmap_lock held
+ * @addr: the address
+ *
+ * Return: 0, or -ENOMEM if no copy could be had.
+ */
+int sp_unshare(struct vm_area_struct *vma, unsigned long addr)
+{
+	return sp_unshare_from(vma, addr, false, false);
+}
+
+/* Does this PTE map KSM: a KSM folio (or one migrating), or the zero page? */
+static bool sp_pte_is_ksm(struct vm_area_struct *vma, unsigned long addr,
+			  pte_t pte)
+{
+	struct page *page;
+	swp_entry_t entry;
+
+	if (pte_present(pte)) {
+		if (is_ksm_zero_pte(pte))
+			return true;
+		page = vm_normal_page(vma, addr, pte);
+		return page && folio_test_ksm(page_folio(page));
+	}
+	if (pte_none(pte))
+		return false;
+	entry = pte_to_swp_entry(pte);
+	return is_migration_entry(entry) &&
+	       folio_test_ksm(pfn_swap_entry_folio(entry));
+}
+
+/* KSM mappings found by one walk: unshared after it. */
+#define SP_UNSHARE_BATCH	32
+
+struct sp_ksm_found {
+	unsigned int nr;
+	unsigned long addr[SP_UNSHARE_BATCH];
+};
+
+/*
+ * A page walk that gathers the addresses of PTEs mapping KSM, and stops
+ * when it has a batch of them; THPs are skipped.
+ */
+static int sp_ksm_pmd_entry(pmd_t *pmdp, unsigned long addr,
+			    unsigned long end, struct mm_walk *walk)
+{
+	struct sp_ksm_found *found = walk->private;
+	pte_t *start, *ptep;
+	spinlock_t *ptl;	/* the PTE table's lock */
+	int ret = 0;
+
+	walk->action = ACTION_CONTINUE;
+	if (pmd_trans_huge(pmdp_get_lockless(pmdp)))
+		return 0;
+	start = pte_offset_map_lock(walk->mm, pmdp, addr, &ptl);
+	if (!start)
+		return 0;
+	for (ptep = start; addr < end && !ret; ptep++, addr += PAGE_SIZE) {
+		if (sp_pte_is_ksm(walk->vma, addr, ptep_get(ptep))) {
+			found->addr[found->nr++] = addr;
+			ret = found->nr == SP_UNSHARE_BATCH;
+		}
+	}
+	pte_unmap_unlock(start, ptl);
+	return ret;
+}
+
+static const struct mm_walk_ops sp_ksm_walk_ops = {
+	.pmd_entry = sp_ksm_pmd_entry,
+	.walk_lock = PGWALK_RDLOCK,
+};
+
+/*
+ * Unshare each address of @found, which a walk just saw map KSM: with
+ * @once, one fault each; else until it no longer maps KSM.
+ */
+static int sp_unshare_batch(struct vm_area_struct *vma,
+			    struct sp_ksm_found *found, bool once)
+{
+	unsigned int i;
+	int err;
+
+	for (i = 0; i < found->nr; i++) {
+		if (fatal_signal_pending(current))
+			return -ERESTARTSYS;
+		err = sp_unshare_from(vma, found->addr[i], true, once);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/**
+ * sp_unshare_range - unshare every KSM page mapped in a range of a VMA
+ * @vma: the VMA, mmap_lock held
+ * @start: first address
+ * @end: end of the range
+ *
+ * A page walk finds the KSM mappings, a batch at a time, so that the cost
+ * follows the pages mapped rather than the size of the range; each is
+ * then faulted once without being looked up again, and one more walk of
+ * the batch's range finds those whose fault backed out.
+ *
+ * Return: 0, -ENOMEM, or -ERESTARTSYS when a fatal signal is pending.
+ */
+int sp_unshare_range(struct vm_area_struct *vma, unsigned long start,
+		     unsigned long end)
+{
+	struct sp_ksm_found found;
+	unsigned long first;
+	bool more;
+	int err;
+
+	if (!vma->anon_vma)
+		return 0;
+	do {
+		found.nr = 0;
+		more = walk_page_range_vma(vma, start, end, &sp_ksm_walk_ops,
+					   &found) > 0;
+		if (!found.nr)
+			break;
+		first = found.addr[0];
+		start = found.addr[found.nr - 1] + PAGE_SIZE;
+		err = sp_unshare_batch(vma, &found, true);
+		/*
+		 * A fault may back out on a race: one more walk of the
+		 * batch's range finds what is still KSM, for the slow way.
+		 */
+		if (!err) {
+			found.nr = 0;
+			walk_page_range_vma(vma, first, start,
+					    &sp_ksm_walk_ops, &found);
+			err = sp_unshare_batch(vma, &found, false);
+		}
+		if (err)
+			return err;
+	} while (more && start < end);
+	return 0;
+}
+
+/* Would a PTE need changing before the page behind it may be shared? */
+static bool sp_pte_needs_protect(struct mm_struct *mm, struct folio *folio,
+				 pte_t pte)
+{
+	return pte_write(pte) || pte_dirty(pte) ||
+	       PageAnonExclusive(&folio->page) || mm_tlb_flush_pending(mm);
+}
+
+/*
+ * With the PTE lock held: clear the PTE (flushing the TLB, so that GUP-fast
+ * cannot take a new reference), check that the references are the page
+ * tables', the swap cache's and ours alone, then put the PTE back read-only
+ * and clean. A pinned or otherwise busy page gets its PTE back unchanged.
+ */
+static int sp_protect_locked(struct page_vma_mapped_walk *pvmw,
+			     struct folio *folio, pte_t *ptev)
+{
+	struct vm_area_struct *vma = pvmw->vma;
+	bool exclusive = PageAnonExclusive(&folio->page);
+	pte_t was, now;
+	int expected;
+
+	flush_cache_page(vma, pvmw->address, folio_pfn(folio));
+	was = ptep_clear_flush(vma, pvmw->address, pvmw->pte);
+	/* Counted once the PTE is gone: no new mapping can appear now. */
+	expected = folio_mapcount(folio) + 1 + folio_test_swapcache(folio);
+	if (folio_ref_count(folio) != expected ||
+	    (exclusive && folio_try_share_anon_rmap_pte(folio, &folio->page))) {
+		set_pte_at(vma->vm_mm, pvmw->address, pvmw->pte, was);
+		return -EBUSY;
+	}
+	if (pte_dirty(was))
+		folio_mark_dirty(folio);
+	now = pte_wrprotect(pte_mkclean(was));
+	set_pte_at_notify(vma->vm_mm, pvmw->address, pvmw->pte, now);
+	*ptev = now;
+	return 0;
+}
+
+/*
+ * Make the PTE of a locked small anonymous folio in @vma read-only, so
+ * that its content can be compared and shared. *@ptev gets the PTE.
+ * @held says the page's hash was taken while ksmd had it write-protected
+ * (walk.c): a PTE written since says that hash no longer holds, and the
+ * merge is refused (-EAGAIN), the PTE left as it is. Cleaning it here
+ * would let the walk take the page for one that held still, with the old
+ * hash; left dirty, it is read at its next visit.
+ */
+static int sp_wrprotect(struct vm_area_struct *vma, struct folio *folio,
+			pte_t *ptev, bool held)
+{
+	DEFINE_FOLIO_VMA_WALK(pvmw, folio, vma, 0, 0);
+	struct mmu_notifier_range range;
+	int err = -EFAULT;
+
+	pvmw.address = page_address_in_vma(&folio->page, vma);
+	if (pvmw.address == -EFAULT)
+		return -EFAULT;
+	mmu_notifier_range_init(&range, MMU_NOTIFY_CLEAR, 0, vma->vm_mm,
+				pvmw.address, pvmw.address + PAGE_SIZE);
+	mmu_notifier_invalidate_range_start(&range);
+	if (page_vma_mapped_walk(&pvmw)) {
+		if (pvmw.pte) {
+			*ptev = ptep_get(pvmw.pte);
+			err = 0;
+			if (held && (pte_write(*ptev) || pte_dirty(*ptev)))
+				err = -EAGAIN;
+			else if (sp_pte_needs_protect(vma->vm_mm, folio, *ptev))
+				err = sp_protect_locked(&pvmw, folio, ptev);
+		}
+		page_vma_mapped_walk_done(&pvmw);
+	}
+	mmu_notifier_invalidate_range_end(&range);
+	return err;
+}
+
+/* The PTE that will map @kpage at @addr in place of @old. */
+static pte_t sp_new_pte(struct vm_area_struct *vma, unsigned long addr,
+			struct page *kpage, pte_t old)
+{
+	struct folio *kfolio = page_folio(kpage);
+	unsigned long pfn = page_to_pfn(kpage);
+	pte_t pte;
+
+	if (is_zero_pfn(pfn)) {
+		/* The dirty bit marks a zero page that KSM put there. */
+		pte = pte_mkdirty(pte_mkspecial(pfn_pte(pfn,
+							vma->vm_page_prot)));
+		ksm_map_zero_page(vma->vm_mm);
+		dec_mm_counter(vma->vm_mm, MM_ANONPAGES);
+	} else {
+		folio_get(kfolio);
+		folio_add_anon_rmap_pte(kfolio, kpage, vma, addr, RMAP_NONE);
+		pte = mk_pte(kpage, vma->vm_page_prot);
+	}
+	return pte_soft_dirty(old) ? pte_mksoft_dirty(pte) : pte;
+}
+
+/* The PMD of @addr if it maps a page table (not a THP, not absent). */
+static pmd_t *sp_pte_table(struct mm_struct *mm, unsigned long addr)
+{
+	pmd_t *pmd = mm_find_pmd(mm, addr);
+	pmd_t val;
+
+	if (!pmd)
+		return NULL;
+	val = pmdp_get_lockless(pmd);
+	return pmd_present(val) && !pmd_trans_huge(val) ? pmd : NULL;
+}
+
+/*
+ * Point the read-only PTE @expect that maps @page in @vma at @kpage
+ * instead, and drop @page's mapping. Fails if the PTE changed meanwhile.
+ */
+static int sp_replace(struct vm_area_struct *vma, struct page *page,
+		      struct page *kpage, pte_t expect)
+{
+	struct mm_struct *mm = vma->vm_mm;
+	struct folio *folio = page_folio(page);
+	struct mmu_notifier_range range;
+	unsigned long addr;
+	spinlock_t *ptl;	/* the PTE table's lock */
+	pte_t *ptep;
+	pmd_t *pmd;
+	int err = -EFAULT;
+
+	addr = page_address_in_vma(page, vma);
+	if (addr == -EFAULT)
+		return -EFAULT;
+	pmd = sp_pte_table(mm, addr);
+	if (!pmd)
+		return -EFAULT;
+	mmu_notifier_range_init(&range, MMU_NOTIFY_CLEAR, 0, mm, addr,
+				addr + PAGE_SIZE);
+	mmu_notifier_invalidate_range_start(&range);
+	ptep = pte_offset_map_lock(mm, pmd, addr, &ptl);
+	if (ptep && pte_same(ptep_get(ptep), expect)) {
+		pte_t pte = sp_new_pte(vma, addr, kpage, expect);
+
+		VM_WARN_ON_ONCE_PAGE(PageAnonExclusive(page), page);
+		flush_cache_page(vma, addr, pte_pfn(expect));
+		ptep_clear_flush(vma, addr, ptep);
+		set_pte_at_notify(mm, addr, ptep, pte);
+		folio_remove_rmap_pte(folio, page, vma);
+		if (!folio_mapped(folio))
+			folio_free_swap(folio);
+		folio_put(folio);
+		err = 0;
+	}
+	if (ptep)
+		pte_unmap_unlock(ptep, ptl);
+	mmu_notifier_invalidate_range_end(&range);
+	return err;
+}
+
+/*
+ * Lock the folio of @page, splitting a large one; on success the (now
+ * small) folio is locked and returned.
+ */
+static struct folio *sp_lock_small(struct page *page)
+{
+	struct folio *folio = page_folio(page);
+
+	if (!folio_test_anon(folio) || !folio_trylock(folio))
+		return NULL;
+	if (folio_test_large(folio)) {
+		/* Leaves @page's new folio locked. */
+		if (split_huge_page(page)) {
+			folio_unlock(folio);
+			return NULL;
+		}
+		folio = page_folio(page);
+	}
+	return folio;
+}
+
+/**
+ * sp_make_ksm - turn an anonymous page into a KSM page
+ * @vma: its VMA, mmap_lock held
+ * @page: the page, referenced
+ * @node: the new KSM page's node, ready (kpfn, hash, nid, sharers)
+ * @held: the page's hash was taken write-protected (see sp_wrprotect())
+ *
+ * Return: 0, or an error when the page is busy or changed.
+ */
+int sp_make_ksm(struct vm_area_struct *vma, struct page *page,
+		struct sp_knode *node, bool held)
+{
+	struct folio *folio = sp_lock_small(page);
+	pte_t pte;
+	int err;
+
+	if (!folio)
+		return -EBUSY;
+	err = sp_wrprotect(vma, folio, &pte, held);
+	if (!err) {
+		node->kpfn = folio_pfn(folio);
+		sp_folio_set_node(folio, node);
+		folio_mark_accessed(folio);
+		/* Clean pages are dropped by reclaim: make sure it swaps. */
+		if (!folio_test_dirty(folio))
+			folio_mark_dirty(folio);
+	}
+	folio_unlock(folio);
+	return err;
+}
+
+/**
+ * sp_merge_into - map KSM page @kpage in place of @page
+ * @vma: the VMA of @page, mmap_lock held
+ * @page: an anonymous page, referenced
+ * @kpage: the KSM page (or the zero page), referenced
+ * @held: the page's hash was taken write-protected (see sp_wrprotect())
+ *
+ * Return: 0 when merged, or an error when busy, changed or different.
+ */
+int sp_merge_into(struct vm_area_struct *vma, struct page *page,
+		  struct page *kpage, bool held)
+{
+	struct folio *folio;
+	pte_t pte;
+	int err;
+
+	if (page == kpage)
+		return 0;
+	folio = sp_lock_small(page);
+	if (!folio)
+		return -EBUSY;
+	err = sp_wrprotect(vma, folio, &pte, held);
+	if (!err)
+		err = sp_pages_same(page, kpage) ?
+		      sp_replace(vma, page, kpage, pte) : -EAGAIN;
+	folio_unlock(folio);
+	return err;
+}
+
+/**
+ * sp_merge_fresh - fill fresh KSM page @kpage from @page, map it instead
+ * @vma: the VMA of @page, mmap_lock held
+ * @page: an anonymous page, referenced
+ * @kpage: a KSM page from sp_fresh_folio(), mapped nowhere, off the LRU
+ * @held: the page's hash was taken write-protected (see sp_wrprotect())
+ *
+ * The copy is taken once @page is write-protected, so it is exact and
+ * needs no compare, as none is needed when @page itself becomes the KSM
+ * page. The KSM page goes on the LRU filled, before it is mapped.
+ *
+ * Return: 0 when merged, or an error when @page is busy or changed.
+ */
+int sp_merge_fresh(struct vm_area_struct *vma, struct page *page,
+		   struct page *kpage, bool held)
+{
+	struct folio *folio = sp_lock_small(page);
+	pte_t pte;
+	int err;
+
+	if (!folio)
+		return -EBUSY;
+	err = sp_wrprotect(vma, folio, &pte, held);
+	if (!err) {
+		copy_highpage(kpage, page);
+		folio_add_lru(page_folio(kpage));
+		err = sp_replace(vma, page, kpage, pte);
+	}
+	folio_unlock(folio);
+	return err;
+}
+
+/**
+ * sp_pages_same - may two pages be merged, holding the same content?
+ * @a: a page
+ * @b: another page
+ *
+ * Where the architecture keeps more than the bytes with a page (arm64's
+ * MTE tags), memcmp_pages() knows whether it may be shared; elsewhere the
+ * bytes decide.
+ *
+ * Return: true if equal.
+ */
+bool sp_pages_same(struct page *a, struct page *b)
+{
+	if (IS_ENABLED(CONFIG_ARM64_MTE))
+		return pages_identical(a, b);
+	return !sp_page_cmp(a, b);
+}

@@ -1,0 +1,519 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * samepage sysfs: /sys/kernel/mm/ksm, mainline's files with mainline's
+ * meanings and errors, plus max_kernel_pages, kernel_pages_allocated,
+ * merge_domain and use_fresh_pages; and the per-process profit shown in
+ * /proc/PID/ksm_stat.
+ */
+#include <linux/kobject.h>
+#include <linux/ksm.h>
+#include <linux/mm.h>
+#include <linux/oom.h>
+#include <linux/string.h>
+#include <linux/slab.h>
+#include <linux/sysfs.h>
+#include <linux/xarray.h>
+
+#include "samepage.h"
+
+/*
+ * What ksmd's records cost, in bytes, for the profit figures. A tracked
+ * page costs its slot in its mm's xarray: a node of XA_CHUNK_SIZE slots
+ * per XA_CHUNK_SIZE pages where the pages are dense, as mergeable areas
+ * are. A merged mapping adds its struct sp_sharer in its node's array,
+ * and a KSM page its struct sp_knode, at the size its slab cache really
+ * hands out. The two tables (sp_index_bytes()) count in general_profit
+ * alone.
+ */
+static unsigned long sp_slot_bytes(void)
+{
+	return DIV_ROUND_UP(sizeof(struct xa_node), XA_CHUNK_SIZE);
+}
+
+static long sp_cost(unsigned long tracked, unsigned long mappings,
+		    unsigned long kpages)
+{
+	return tracked * sp_slot_bytes() +
+	       mappings * sizeof(struct sp_sharer) +
+	       kpages * kmem_cache_size(sp_node_cache);
+}
+
+/**
+ * ksm_process_profit - what merging saves @mm, less what it costs
+ * @mm: the mm
+ *
+ * The KSM pages themselves are shared among processes and are counted in
+ * general_profit only.
+ *
+ * Return: bytes saved by the mm's merged and zero pages, minus metadata.
+ */
+long ksm_process_profit(struct mm_struct *mm)
+{
+	return (long)(mm->ksm_merging_pages + mm_ksm_zero_pages(mm)) *
+	       PAGE_SIZE - sp_cost(mm->ksm_rmap_items, mm->ksm_merging_pages, 0);
+}
+
+#define SP_ATTR_RO(_name) \
+	static struct kobj_attribute _name##_attr = __ATTR_RO(_name)
+#define SP_ATTR_RW(_name) \
+	static struct kobj_attribute _name##_attr = __ATTR_RW(_name)
+
+/* A read-only counter. */
+#define SP_COUNTER(_name, _expr)					\
+static ssize_t _name##_show(struct kobject *k, struct kobj_attribute *a, \
+			    char *buf)					\
+{									\
+	return sysfs_emit(buf, "%lu\n", (unsigned long)(_expr));	\
+}									\
+SP_ATTR_RO(_name)
+
+SP_COUNTER(pages_scanned, READ_ONCE(sp_stats.scanned));
+SP_COUNTER(pages_shared, READ_ONCE(sp_stats.shared));
+SP_COUNTER(pages_sharing, READ_ONCE(sp_stats.sharing));
+SP_COUNTER(pages_unshared, READ_ONCE(sp_stats.unshared));
+SP_COUNTER(pages_skipped, READ_ONCE(sp_stats.skipped));
+SP_COUNTER(full_scans, READ_ONCE(sp_stats.full_scans));
+
+/*
+ * KSM pages of one content beyond max_page_sharing (or on other NUMA
+ * nodes): mainline's "chains" of "dups". The stable table counts them as
+ * they form and break.
+ */
+SP_COUNTER(stable_node_chains, READ_ONCE(sp_stable.chains));
+SP_COUNTER(stable_node_dups, READ_ONCE(sp_stable.dups));
+SP_COUNTER(kernel_pages_allocated, READ_ONCE(sp_stats.shared));
+
+static long sp_volatile(void)
+{
+	long v = READ_ONCE(sp_stats.tracked) - READ_ONCE(sp_stats.shared) -
+		 READ_ONCE(sp_stats.sharing) - READ_ONCE(sp_stats.unshared);
+
+	/* Read without the lock: hide a transient negative. */
+	return max(v, 0L);
+}
+
+static ssize_t pages_volatile_show(struct kobject *k, struct kobj_attribute *a,
+				   char *buf)
+{
+	return sysfs_emit(buf, "%ld\n", sp_volatile());
+}
+SP_ATTR_RO(pages_volatile);
+
+static ssize_t ksm_zero_pages_show(struct kobject *k, struct kobj_attribute *a,
+				   char *buf)
+{
+	return sysfs_emit(buf, "%ld\n", atomic_long_read(&ksm_zero_pages));
+}
+SP_ATTR_RO(ksm_zero_pages);
+
+static ssize_t general_profit_show(struct kobject *k, struct kobj_attribute *a,
+				   char *buf)
+{
+	unsigned long shared = READ_ONCE(sp_stats.shared);
+	unsigned long sharing = READ_ONCE(sp_stats.sharing);
+	long saved = sharing + atomic_long_read(&ksm_zero_pages);
+
+	return sysfs_emit(buf, "%ld\n", saved * (long)PAGE_SIZE -
+			  sp_cost(READ_ONCE(sp_stats.tracked), shared + sharing,
+				  shared) - sp_index_bytes());
+}
+SP_ATTR_RO(general_profit);
+
+/* An unsigned int tunable: mainline answers any parse error with EINVAL. */
+static ssize_t sp_store_uint(const char *buf, size_t count, unsigned int *val)
+{
+	unsigned int v;
+
+	if (kstrtouint(buf, 10, &v))
+		return -EINVAL;
+	WRITE_ONCE(*val, v);
+	return count;
+}
+
+static ssize_t sp_store_ulong(const char *buf, size_t count,
+			      unsigned long *val, unsigned long min)
+{
+	unsigned long v;
+
+	if (kstrtoul(buf, 10, &v) || v < min)
+		return -EINVAL;
+	WRITE_ONCE(*val, v);
+	return count;
+}
+
+static ssize_t sp_store_bool(const char *buf, size_t count, bool *val)
+{
+	bool v;
+
+	if (kstrtobool(buf, &v))
+		return -EINVAL;
+	WRITE_ONCE(*val, v);
+	return count;
+}
+
+static ssize_t sleep_millisecs_show(struct kobject *k,
+				    struct kobj_attribute *a, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", READ_ONCE(sp_sleep_ms));
+}
+
+static ssize_t sleep_millisecs_store(struct kobject *k,
+				     struct kobj_attribute *a,
+				     const char *buf, size_t count)
+{
+	ssize_t ret = sp_store_uint(buf, count, &sp_sleep_ms);
+
+	wake_up_interruptible(&sp_thread_wait);
+	return ret;
+}
+SP_ATTR_RW(sleep_millisecs);
+
+static ssize_t pages_to_scan_show(struct kobject *k, struct kobj_attribute *a,
+				  char *buf)
+{
+	return sysfs_emit(buf, "%u\n", READ_ONCE(sp_pages_to_scan));
+}
+
+static ssize_t pages_to_scan_store(struct kobject *k, struct kobj_attribute *a,
+				   const char *buf, size_t count)
+{
+	/* The advisor owns pages_to_scan while it is on. */
+	if (READ_ONCE(sp_advisor_on))
+		return -EINVAL;
+	return sp_store_uint(buf, count, &sp_pages_to_scan);
+}
+SP_ATTR_RW(pages_to_scan);
+
+static ssize_t run_show(struct kobject *k, struct kobj_attribute *a, char *buf)
+{
+	return sysfs_emit(buf, "%lu\n", READ_ONCE(sp_run));
+}
+
+static ssize_t run_store(struct kobject *k, struct kobj_attribute *a,
+			 const char *buf, size_t count)
+{
+	unsigned int v;
+	ssize_t ret = count;
+	int err;
+
+	if (kstrtouint(buf, 10, &v) || v > SP_RUN_UNMERGE)
+		return -EINVAL;
+	mutex_lock(&sp_mutex);
+	if (READ_ONCE(sp_run) != v) {
+		WRITE_ONCE(sp_run, v);
+		if (v & SP_RUN_UNMERGE) {
+			set_current_oom_origin();
+			err = sp_unmerge_all();
+			clear_current_oom_origin();
+			if (err) {
+				WRITE_ONCE(sp_run, SP_RUN_STOP);
+				ret = err;
+			}
+		}
+	}
+	mutex_unlock(&sp_mutex);
+	if (v & SP_RUN_MERGE)
+		wake_up_interruptible(&sp_thread_wait);
+	return ret;
+}
+SP_ATTR_RW(run);
+
+/*
+ * Settings that the KSM pages depend on change only while there are none
+ * (mainline's EBUSY). Orphan KSM pages, with no sharer left, are let go
+ * first. Called with sp_mutex held.
+ */
+static bool sp_index_busy(void)
+{
+	sp_stable_for_each(&sp_stable, sp_release_orphan);
+	return READ_ONCE(sp_stats.shared) || sp_stable.nr;
+}
+
+#ifdef CONFIG_NUMA
+static ssize_t merge_across_nodes_show(struct kobject *k,
+				       struct kobj_attribute *a, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", READ_ONCE(sp_merge_across_nodes));
+}
+
+static ssize_t merge_across_nodes_store(struct kobject *k,
+					struct kobj_attribute *a,
+					const char *buf, size_t count)
+{
+	unsigned long v;
+	int err;
+
+	err = kstrtoul(buf, 10, &v);
+	if (err)
+		return err;
+	if (v > 1)
+		return -EINVAL;
+	mutex_lock(&sp_mutex);
+	if (READ_ONCE(sp_merge_across_nodes) != v) {
+		if (sp_index_busy())
+			err = -EBUSY;
+		else
+			WRITE_ONCE(sp_merge_across_nodes, v);
+	}
+	mutex_unlock(&sp_mutex);
+	return err ? err : count;
+}
+SP_ATTR_RW(merge_across_nodes);
+#endif
+
+static ssize_t max_page_sharing_show(struct kobject *k,
+				     struct kobj_attribute *a, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", READ_ONCE(sp_max_page_sharing));
+}
+
+static ssize_t max_page_sharing_store(struct kobject *k,
+				      struct kobj_attribute *a,
+				      const char *buf, size_t count)
+{
+	int v, err;
+
+	err = kstrtoint(buf, 10, &v);
+	if (err)
+		return err;
+	/* A new KSM page has two sharers: fewer makes no sense. */
+	if (v < 2)
+		return -EINVAL;
+	if (READ_ONCE(sp_max_page_sharing) == v)
+		return count;
+	mutex_lock(&sp_mutex);
+	if (sp_index_busy())
+		err = -EBUSY;
+	else
+		WRITE_ONCE(sp_max_page_sharing, v);
+	mutex_unlock(&sp_mutex);
+	return err ? err : count;
+}
+SP_ATTR_RW(max_page_sharing);
+
+static ssize_t use_zero_pages_show(struct kobject *k,
+				   struct kobj_attribute *a, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", READ_ONCE(sp_use_zero_pages));
+}
+
+static ssize_t use_zero_pages_store(struct kobject *k,
+				    struct kobj_attribute *a,
+				    const char *buf, size_t count)
+{
+	return sp_store_bool(buf, count, &sp_use_zero_pages);
+}
+SP_ATTR_RW(use_zero_pages);
+
+static ssize_t use_fresh_pages_show(struct kobject *k,
+				    struct kobj_attribute *a, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", READ_ONCE(sp_use_fresh_pages));
+}
+
+/* Off frees the pool of frames (fresh.c); KSM pages made stay as they are. */
+static ssize_t use_fresh_pages_store(struct kobject *k,
+				     struct kobj_attribute *a,
+				     const char *buf, size_t count)
+{
+	bool v;
+
+	if (kstrtobool(buf, &v))
+		return -EINVAL;
+	mutex_lock(&sp_mutex);
+	WRITE_ONCE(sp_use_fresh_pages, v);
+	if (!v)
+		sp_fresh_drain();
+	mutex_unlock(&sp_mutex);
+	return count;
+}
+SP_ATTR_RW(use_fresh_pages);
+
+static ssize_t smart_scan_show(struct kobject *k, struct kobj_attribute *a,
+			       char *buf)
+{
+	return sysfs_emit(buf, "%u\n", READ_ONCE(sp_smart_scan));
+}
+
+static ssize_t smart_scan_store(struct kobject *k, struct kobj_attribute *a,
+				const char *buf, size_t count)
+{
+	return sp_store_bool(buf, count, &sp_smart_scan);
+}
+SP_ATTR_RW(smart_scan);
+
+static ssize_t stable_node_chains_prune_millisecs_show(struct kobject *k,
+						       struct kobj_attribute *a,
+						       char *buf)
+{
+	return sysfs_emit(buf, "%u\n", READ_ONCE(sp_chains_prune_ms));
+}
+
+static ssize_t stable_node_chains_prune_millisecs_store(struct kobject *k,
+							struct kobj_attribute *a,
+							const char *buf,
+							size_t count)
+{
+	return sp_store_uint(buf, count, &sp_chains_prune_ms);
+}
+SP_ATTR_RW(stable_node_chains_prune_millisecs);
+
+static ssize_t max_kernel_pages_show(struct kobject *k,
+				     struct kobj_attribute *a, char *buf)
+{
+	return sysfs_emit(buf, "%lu\n", READ_ONCE(sp_max_kernel_pages));
+}
+
+static ssize_t max_kernel_pages_store(struct kobject *k,
+				      struct kobj_attribute *a,
+				      const char *buf, size_t count)
+{
+	return sp_store_ulong(buf, count, &sp_max_kernel_pages, 0);
+}
+SP_ATTR_RW(max_kernel_pages);
+
+static ssize_t advisor_mode_show(struct kobject *k, struct kobj_attribute *a,
+				 char *buf)
+{
+	return sysfs_emit(buf, "%s\n", READ_ONCE(sp_advisor_on) ?
+			  "none [scan-time]" : "[none] scan-time");
+}
+
+static ssize_t advisor_mode_store(struct kobject *k, struct kobj_attribute *a,
+				  const char *buf, size_t count)
+{
+	bool on;
+
+	if (sysfs_streq(buf, "scan-time"))
+		on = true;
+	else if (sysfs_streq(buf, "none"))
+		on = false;
+	else
+		return -EINVAL;
+	mutex_lock(&sp_mutex);
+	if (READ_ONCE(sp_advisor_on) != on) {
+		WRITE_ONCE(sp_advisor_on, on);
+		sp_advisor_defaults();
+	}
+	mutex_unlock(&sp_mutex);
+	return count;
+}
+SP_ATTR_RW(advisor_mode);
+
+/*
+ * merge_domain: what may merge with what (domain.c). Lists the settings
+ * this kernel supports, the current one in brackets.
+ */
+static ssize_t merge_domain_show(struct kobject *k, struct kobj_attribute *a,
+				 char *buf)
+{
+	unsigned int kind, cur = READ_ONCE(sp_dom_kind);
+	int len = 0;
+
+	for (kind = 0; kind < SP_DOM_NR; kind++) {
+		if (!sp_domain_supported(kind))
+			continue;
+		len += sysfs_emit_at(buf, len, kind == cur ? "%s[%s]" : "%s%s",
+				     len ? " " : "", sp_dom_names[kind]);
+	}
+	return len + sysfs_emit_at(buf, len, "\n");
+}
+
+static ssize_t merge_domain_store(struct kobject *k, struct kobj_attribute *a,
+				  const char *buf, size_t count)
+{
+	int kind = sysfs_match_string(sp_dom_names, buf);
+	int err = 0;
+
+	if (kind < 0 || !sp_domain_supported(kind))
+		return -EINVAL;
+	mutex_lock(&sp_mutex);
+	if (READ_ONCE(sp_dom_kind) != kind) {
+		if (sp_index_busy())
+			err = -EBUSY;
+		else
+			sp_domain_set(kind);
+	}
+	mutex_unlock(&sp_mutex);
+	return err ? err : count;
+}
+SP_ATTR_RW(merge_domain);
+
+/* The advisor's unsigned long tunables sp_<name>, and their lowest value. */
+#define SP_ADVISOR_ATTR(_name, _min)					\
+static ssize_t _name##_show(struct kobject *k, struct kobj_attribute *a, \
+			    char *buf)					\
+{									\
+	return sysfs_emit(buf, "%lu\n", READ_ONCE(sp_##_name));	\
+}									\
+static ssize_t _name##_store(struct kobject *k, struct kobj_attribute *a, \
+			     const char *buf, size_t count)		\
+{									\
+	return sp_store_ulong(buf, count, &sp_##_name, _min);		\
+}									\
+SP_ATTR_RW(_name)
+
+/*
+ * advisor_max_cpu is an unsigned int, as in mainline: a larger value is
+ * cut to its low 32 bits, as mainline does, rather than refused.
+ */
+static ssize_t advisor_max_cpu_show(struct kobject *k,
+				    struct kobj_attribute *a, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", READ_ONCE(sp_advisor_max_cpu));
+}
+
+static ssize_t advisor_max_cpu_store(struct kobject *k,
+				     struct kobj_attribute *a,
+				     const char *buf, size_t count)
+{
+	unsigned long v;
+
+	if (kstrtoul(buf, 10, &v))
+		return -EINVAL;
+	WRITE_ONCE(sp_advisor_max_cpu, (unsigned int)v);
+	return count;
+}
+SP_ATTR_RW(advisor_max_cpu);
+
+SP_ADVISOR_ATTR(advisor_min_pages_to_scan, 0);
+SP_ADVISOR_ATTR(advisor_max_pages_to_scan, 0);
+SP_ADVISOR_ATTR(advisor_target_scan_time, 1);
+
+#define SP_A(_name)	(&_name##_attr.attr)
+
+static struct attribute *sp_attrs[] = {
+	/* What ksmd does, and how fast. */
+	SP_A(run), SP_A(pages_to_scan), SP_A(sleep_millisecs),
+	SP_A(smart_scan), SP_A(use_zero_pages), SP_A(max_page_sharing),
+#ifdef CONFIG_NUMA
+	SP_A(merge_across_nodes),
+#endif
+	SP_A(stable_node_chains_prune_millisecs), SP_A(max_kernel_pages),
+	SP_A(merge_domain), SP_A(use_fresh_pages),
+	SP_A(advisor_mode), SP_A(advisor_max_cpu),
+	SP_A(advisor_min_pages_to_scan), SP_A(advisor_max_pages_to_scan),
+	SP_A(advisor_target_scan_time),
+	/* What it found. */
+	SP_A(full_scans), SP_A(pages_scanned), SP_A(pages_skipped),
+	SP_A(pages_shared), SP_A(pages_sharing), SP_A(pages_unshared),
+	SP_A(pages_volatile), SP_A(ksm_zero_pages), SP_A(general_profit),
+	SP_A(stable_node_chains), SP_A(stable_node_dups),
+	SP_A(kernel_pages_allocated),
+	NULL,
+};
+
+static const struct attribute_group sp_attr_group = {
+	.attrs = sp_attrs,
+	.name = "ksm",
+};
+
+/**
+ * sp_sysfs_init - create /sys/kernel/mm/ksm
+ *
+ * Return: 0 or the error from sysfs.
+ */
+int __init sp_sysfs_init(void)
+{
+	return sysfs_create_group(mm_kobj, &sp_attr_group);
+}

@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * KUnit tests of the per-page state ksmd keeps: how
+ * the entries of a slot move the counters, and smart scan's schedule.
+ * Included from visit.c.
+ */
+#include <kunit/test.h>
+
+struct sp_test_ctx {
+	struct sp_slot slot;
+	struct mm_struct *mm;
+	struct sp_stats saved;
+};
+
+static int sp_scan_test_init(struct kunit *test)
+{
+	struct sp_test_ctx *c = kunit_kzalloc(test, sizeof(*c), GFP_KERNEL);
+
+	if (!c)
+		return -ENOMEM;
+	c->mm = kunit_kzalloc(test, sizeof(*c->mm), GFP_KERNEL);
+	if (!c->mm)
+		return -ENOMEM;
+	c->slot.mm = c->mm;
+	xa_init(&c->slot.pages);
+	test->priv = c;
+	return 0;
+}
+
+static void sp_scan_test_exit(struct kunit *test)
+{
+	struct sp_test_ctx *c = test->priv;
+
+	xa_destroy(&c->slot.pages);
+}
+
+/*
+ * The counters are ksmd's: a test holds sp_mutex while it moves them and
+ * puts them back before letting go (init and exit run in other threads).
+ */
+static struct sp_test_ctx *sp_test_begin(struct kunit *test)
+{
+	struct sp_test_ctx *c = test->priv;
+
+	mutex_lock(&sp_mutex);
+	c->saved = sp_stats;
+	return c;
+}
+
+static void sp_test_end(struct sp_test_ctx *c)
+{
+	sp_stats = c->saved;
+	mutex_unlock(&sp_mutex);
+}
+
+static void sp_test_entry_counters(struct kunit *test)
+{
+	struct sp_test_ctx *c = sp_test_begin(test);
+	unsigned long tracked = sp_stats.tracked;
+	unsigned long unshared = sp_stats.unshared;
+
+	/* First visit: tracked, volatile. */
+	sp_set_state(&c->slot, 10, sp_st_make(1, false, 0, 0));
+	KUNIT_EXPECT_EQ(test, sp_stats.tracked, tracked + 1);
+	KUNIT_EXPECT_EQ(test, c->mm->ksm_rmap_items, 1UL);
+	KUNIT_EXPECT_EQ(test, sp_stats.unshared, unshared);
+	/* Unchanged: a candidate, counted unshared. */
+	sp_set_state(&c->slot, 10, sp_st_make(1, true, 1, 0));
+	KUNIT_EXPECT_EQ(test, sp_stats.tracked, tracked + 1);
+	KUNIT_EXPECT_EQ(test, sp_stats.unshared, unshared + 1);
+	/* Changed again: volatile. */
+	sp_set_state(&c->slot, 10, sp_st_make(2, false, 2, 0));
+	KUNIT_EXPECT_EQ(test, sp_stats.unshared, unshared);
+	/* A candidate that goes away is no longer counted anywhere. */
+	sp_set_state(&c->slot, 10, sp_st_make(2, true, 3, 0));
+	sp_entry_set(&c->slot, 10, NULL);
+	KUNIT_EXPECT_EQ(test, sp_stats.tracked, tracked);
+	KUNIT_EXPECT_EQ(test, sp_stats.unshared, unshared);
+	KUNIT_EXPECT_EQ(test, c->mm->ksm_rmap_items, 0UL);
+	KUNIT_EXPECT_TRUE(test, xa_empty(&c->slot.pages));
+	sp_test_end(c);
+}
+
+static void sp_test_forget_range(struct kunit *test)
+{
+	struct sp_test_ctx *c = sp_test_begin(test);
+	unsigned long tracked = sp_stats.tracked;
+	unsigned long vpn;
+
+	for (vpn = 1; vpn <= 8; vpn++)
+		sp_set_state(&c->slot, vpn, sp_st_make(vpn, vpn & 1, 0, 0));
+	KUNIT_EXPECT_EQ(test, sp_stats.tracked, tracked + 8);
+	/* Pages 3 to 5 are gone from the address space. */
+	sp_forget(&c->slot, 3 << PAGE_SHIFT, 6 << PAGE_SHIFT);
+	KUNIT_EXPECT_EQ(test, sp_stats.tracked, tracked + 5);
+	KUNIT_EXPECT_NULL(test, xa_load(&c->slot.pages, 4));
+	KUNIT_EXPECT_NOT_NULL(test, xa_load(&c->slot.pages, 6));
+	sp_forget(&c->slot, 0, ULONG_MAX);
+	KUNIT_EXPECT_EQ(test, sp_stats.tracked, tracked);
+	KUNIT_EXPECT_EQ(test, c->mm->ksm_rmap_items, 0UL);
+	sp_test_end(c);
+}
+
+/*
+ * Smart scan follows mainline's schedule: an unchanged unique page is read
+ * at visits 1 to 4, 6, 9, 14 and then every ninth; the others are skips.
+ */
+static void sp_test_smart_schedule(struct kunit *test)
+{
+	static const unsigned int reads[] = { 1, 2, 3, 4, 6, 9, 14, 23, 32 };
+	bool old = READ_ONCE(sp_smart_scan), skip;
+	unsigned long st = 0;
+	unsigned int visit, next = 0;
+
+	WRITE_ONCE(sp_smart_scan, true);
+	for (visit = 1; visit <= 40; visit++) {
+		st = sp_smart_age(st, &skip);
+		if (!skip) {
+			KUNIT_ASSERT_LT(test, next, (unsigned int)ARRAY_SIZE(reads));
+			KUNIT_EXPECT_EQ(test, visit, reads[next]);
+			next++;
+			/* A read page that stayed unchanged is a candidate. */
+			st = sp_st_make(7, true, sp_st_age(st),
+					sp_st_skip(st));
+		} else {
+			KUNIT_EXPECT_FALSE(test, sp_st_cand(st));
+		}
+	}
+	KUNIT_EXPECT_EQ(test, next, (unsigned int)ARRAY_SIZE(reads));
+	KUNIT_EXPECT_EQ(test, sp_st_hash(st), 7U);
+	/* Without smart scan, nothing is skipped and nothing ages. */
+	WRITE_ONCE(sp_smart_scan, false);
+	KUNIT_EXPECT_EQ(test, sp_smart_age(st, &skip), st);
+	KUNIT_EXPECT_FALSE(test, skip);
+	WRITE_ONCE(sp_smart_scan, old);
+}
+
+static struct kunit_case sp_scan_cases[] = {
+	KUNIT_CASE(sp_test_entry_counters),
+	KUNIT_CASE(sp_test_forget_range),
+	KUNIT_CASE(sp_test_smart_schedule),
+	{}
+};
+
+static struct kunit_suite sp_visit_suite = {
+	.name = "ksm_page_state",
+	.init = sp_scan_test_init,
+	.exit = sp_scan_test_exit,
+	.test_cases = sp_scan_cases,
+};
+
+kunit_test_suite(sp_visit_suite);

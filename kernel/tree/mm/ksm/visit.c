@@ -1,0 +1,585 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * samepage visit: what ksmd decides at each visit of a page.
+ *
+ * The state of a page at a visit, and what comes of it:
+ *   unknown          hash it, remember the hash ("volatile" until proved)
+ *   hash changed     remember the new hash: it is volatile
+ *   hash unchanged   look for an equal KSM page and join it; else look for
+ *                    an equal candidate and make a KSM page of the two;
+ *                    else become a candidate ("unshared") for this pass
+ *   merged           nothing to do while it still maps its KSM page; if it
+ *                    was copied on write or unmapped, forget the sharer
+ *   KSM, unknown     a KSM page inherited by fork: record the sharer
+ *
+ * A visit runs under sp_mutex and holds no mmap_lock: each step that
+ * needs one (merging, unsharing, finding a candidate's page) takes the
+ * mmap_lock of the mm it works in for reading, around direct calls into
+ * merge.c.
+ */
+#include <linux/mm.h>
+#include <linux/pagewalk.h>
+#include <linux/rmap.h>
+#include <linux/sched/mm.h>
+#include <linux/slab.h>
+#include <linux/swap.h>
+
+#include "../internal.h"
+#include "samepage.h"
+
+#include <trace/events/ksm.h>
+
+/*
+ * Smart scan, on mainline's schedule. Each visit of a page that is not KSM
+ * makes it one older (the count stops at SP_ST_AGE_MAX: from age 9 on the
+ * schedule no longer changes). Pages younger than 3 visits are always
+ * read. After that, a visit that finds no skip left reads the page and
+ * grants the next visits as skips, more of them the older the page: an
+ * unchanged unique page is read at visits 1 to 4, 6, 9, 14, then every
+ * ninth. A skipped visit drops the page from the candidates, and counts
+ * neither in pages_scanned nor against pages_to_scan.
+ */
+#define SP_ST_AGE_MAX	GENMASK(SP_ST_AGE_BITS - 1, 0)
+#define SP_SMART_YOUNG	3
+
+static unsigned int sp_skips_granted(unsigned int age)
+{
+	static const u8 grant[] = { 1, 1, 1, 1, 2, 2, 4, 4, 4 };
+
+	return age < ARRAY_SIZE(grant) ? grant[age] : 8;
+}
+
+/*
+ * Age state word @st by one visit: returns the new word, and whether this
+ * visit is skipped in *@skip. Without smart scan nothing ages.
+ */
+static unsigned long sp_smart_age(unsigned long st, bool *skip)
+{
+	unsigned int age = sp_st_age(st), left = sp_st_skip(st);
+
+	*skip = false;
+	if (!READ_ONCE(sp_smart_scan))
+		return st;
+	if (age >= SP_SMART_YOUNG) {
+		*skip = left;
+		left = left ? left - 1 : sp_skips_granted(age);
+	}
+	age = min_t(unsigned int, age + 1, SP_ST_AGE_MAX);
+	return sp_st_set_wp(sp_st_make(sp_st_hash(st),
+				       sp_st_cand(st) && !*skip, age, left),
+			    sp_st_wp(st));
+}
+
+/*
+ * Remember a page that stays unmerged after this visit; @st is aged and
+ * says whether @hash was taken write-protected (walk.c). @old is its
+ * entry before the visit: a clean page's usually stays as it was.
+ */
+static void sp_keep(struct sp_slot *slot, unsigned long vpn, void *old,
+		    u64 hash, bool cand, unsigned long st)
+{
+	void *new = xa_mk_value(sp_st_set_wp(sp_st_make(hash, cand,
+							 sp_st_age(st),
+							 sp_st_skip(st)),
+					     sp_st_wp(st)));
+
+	if (new != old)
+		sp_entry_set(slot, vpn, new);
+}
+
+/*
+ * What the merge tracepoints give as mainline's rmap_item: a value that
+ * names the mapping, the same that sp_knode_free() gives when the mapping
+ * goes with its KSM page.
+ */
+static void *sp_trace_item(struct sp_slot *slot, unsigned long addr)
+{
+	return (void *)(long)sp_where(slot->id, addr >> PAGE_SHIFT);
+}
+
+struct sp_merge_req {
+	struct page *page;
+	struct page *kpage;		/* NULL: make @page the KSM page */
+	struct sp_knode *node;		/* with @kpage NULL */
+	bool fill;			/* @kpage is fresh: fill it from @page */
+	bool held;			/* see sp_wrprotect() in merge.c */
+	struct anon_vma *av;		/* on success, referenced */
+};
+
+/*
+ * Merge @r->page as @r says, in the mergeable VMA of @addr in @mm: into
+ * @r->kpage (a KSM page, or a fresh one to fill), or make it the KSM page
+ * of @r->node. mmap_lock is taken for reading around the merge, which
+ * takes the page's folio lock and PTE lock (merge.c).
+ */
+static int sp_merge_at(struct mm_struct *mm, unsigned long addr,
+		       struct sp_merge_req *r)
+{
+	struct vm_area_struct *vma;
+	int err = -EFAULT;
+
+	mmap_read_lock(mm);
+	vma = sp_mergeable_vma(mm, addr);
+	if (!vma)
+		goto out;
+	if (r->fill)
+		err = sp_merge_fresh(vma, r->page, r->kpage, r->held);
+	else if (r->kpage)
+		err = sp_merge_into(vma, r->page, r->kpage, r->held);
+	else
+		err = sp_make_ksm(vma, r->page, r->node, r->held);
+	if (!err) {
+		r->av = vma->anon_vma;
+		get_anon_vma(r->av);
+	}
+out:
+	mmap_read_unlock(mm);
+	return err;
+}
+
+/* Give the page at @addr of @slot's mm a private copy; mmap_lock read. */
+static void sp_unshare_at(struct sp_slot *slot, unsigned long addr)
+{
+	struct vm_area_struct *vma;
+
+	mmap_read_lock(slot->mm);
+	vma = sp_mergeable_vma(slot->mm, addr);
+	if (vma)
+		sp_unshare(vma, addr);
+	mmap_read_unlock(slot->mm);
+}
+
+/*
+ * Reference the page at @addr of @mm if it may be merged (anonymous, not
+ * KSM); mmap_lock is taken for reading, and the PTE lock by the walk.
+ */
+static struct page *sp_get_page_at(struct mm_struct *mm, unsigned long addr)
+{
+	struct vm_area_struct *vma;
+	struct page *page = NULL;
+	struct folio_walk fw;
+	struct folio *folio;
+
+	mmap_read_lock(mm);
+	vma = sp_mergeable_vma(mm, addr);
+	folio = vma ? folio_walk_start(&fw, vma, addr, 0) : NULL;
+	if (folio) {
+		if (folio_test_anon(folio) && !folio_test_ksm(folio) &&
+		    !folio_is_zone_device(folio)) {
+			folio_get(folio);
+			page = fw.page;
+		}
+		folio_walk_end(&fw, vma);
+	}
+	mmap_read_unlock(mm);
+	return page;
+}
+
+/*
+ * An all-zero page becomes the zero page of its address, when so
+ * configured: tried, as in mainline, only for a page whose hash is the
+ * zero page's, and traced at every attempt
+ * with the zero page's pfn. The visit is done when it merged or the VMA
+ * has gone. Its entry stays, not a candidate, until the next pass's walk
+ * passes the address, as mainline's rmap_item does.
+ */
+static bool sp_try_zero(struct sp_slot *slot, unsigned long addr,
+			struct page *page, bool held, u64 hash)
+{
+	struct page *zero = ZERO_PAGE(addr);
+	struct vm_area_struct *vma;
+	int err = 0;
+
+	if (!READ_ONCE(sp_use_zero_pages) || hash != (sp_zero_hash & SP_HASH_MASK))
+		return false;
+	mmap_read_lock(slot->mm);
+	vma = sp_mergeable_vma(slot->mm, addr);
+	if (vma) {
+		err = sp_merge_into(vma, page, zero, held);
+		trace_ksm_merge_one_page(page_to_pfn(zero), NULL, slot->mm,
+					 err);
+	}
+	mmap_read_unlock(slot->mm);
+	return !err;
+}
+
+/* Map @kfolio, the KSM folio of @node, in place of @page. */
+static bool sp_join(struct sp_slot *slot, unsigned long addr,
+		    struct page *page, bool held, struct folio *kfolio,
+		    struct sp_knode *node)
+{
+	struct sp_merge_req r = { .page = page, .kpage = &kfolio->page,
+				  .held = held };
+	bool linked = false;
+	int err;
+
+	err = sp_merge_at(slot->mm, addr, &r);
+	trace_ksm_merge_with_ksm_page(kfolio, folio_pfn(kfolio),
+				      sp_trace_item(slot, addr), slot->mm, err);
+	if (err)
+		return false;
+	folio_lock(kfolio);
+	if (sp_folio_node(kfolio) == node)
+		linked = sp_sharer_link(node, slot, addr, r.av);
+	folio_unlock(kfolio);
+	if (!linked) {
+		/* Mapped but not recorded: take the mapping back. */
+		sp_unshare_at(slot, addr);
+		put_anon_vma(r.av);
+	}
+	return linked;
+}
+
+/*
+ * A KSM page takes one more sharer when it is on the right node and under
+ * max_page_sharing. An orphan, with no sharer, takes none: its folio may be
+ * on its way out, or poisoned and kept by memory failure for good.
+ */
+static bool sp_may_share(struct sp_knode *node, int nid)
+{
+	if (!READ_ONCE(sp_merge_across_nodes) && READ_ONCE(node->nid) != nid)
+		return false;
+	return node->nr_sharers &&
+	       node->nr_sharers < READ_ONCE(sp_max_page_sharing);
+}
+
+/* The KSM page of chain @head that may take a sharer on @nid, if any. */
+static struct sp_knode *sp_chain_pick(struct sp_knode *head, int nid)
+{
+	struct sp_knode *d;
+
+	if (sp_may_share(head, nid))
+		return head;
+	hlist_for_each_entry(d, &head->dups, dup)
+		if (sp_may_share(d, nid))
+			return d;
+	return NULL;
+}
+
+/*
+ * Join an existing KSM page of @slot's domain with the same content, if
+ * there is one; @key is the page's index key in that domain. The lookup
+ * compares contents only where keys are shared; the merge compares them,
+ * write-protected, before it maps the KSM page.
+ */
+static bool sp_try_stable(struct sp_slot *slot, unsigned long addr,
+			  struct page *page, bool held, u64 key)
+{
+	int nid = page_to_nid(page);
+	struct sp_knode *head, *node;
+	struct folio *kfolio;
+	bool done;
+
+	if (!slot->id)		/* it could not be recorded */
+		return false;
+	do {
+		head = sp_stable_find(&sp_stable, key, slot->dom, page);
+		node = head ? sp_chain_pick(head, nid) : NULL;
+		if (!node)
+			return false;
+		/* A stale pick is freed here: look again, with one less. */
+		kfolio = sp_node_folio(node, false);
+	} while (!kfolio);
+	done = (READ_ONCE(sp_merge_across_nodes) ||
+		folio_nid(kfolio) == nid) &&
+	       !folio_test_hwpoison(kfolio) &&
+	       sp_join(slot, addr, page, held, kfolio, node);
+	folio_put(kfolio);
+	return done;
+}
+
+/*
+ * Make a KSM page of @page and the equal candidate @tpage at @taddr of
+ * @t (whose mm the caller holds): @page itself, or with use_fresh_pages
+ * a new frame that both are merged into. @held and @theld say whether
+ * each page's hash was taken write-protected (merge.c refuses a page
+ * written since). Returns true when this visit is done: merged, or
+ * undone after @page became KSM and @tpage could not follow.
+ */
+static bool sp_merge_pair(struct sp_slot *slot, unsigned long addr,
+			  struct page *page, bool held, struct sp_slot *t,
+			  unsigned long taddr, struct page *tpage, bool theld,
+			  u64 key)
+{
+	struct sp_merge_req r = { .page = page, .held = held };
+	struct sp_merge_req tr = { .page = tpage, .kpage = page,
+				   .held = theld };
+	unsigned long cap = READ_ONCE(sp_max_kernel_pages);
+	struct folio *kfolio, *fresh = NULL;
+	struct sp_knode *node;
+	bool linked;
+	int err;
+
+	if (cap && sp_stats.shared >= cap)
+		return false;
+	node = kmem_cache_zalloc(sp_node_cache, GFP_KERNEL);
+	if (!node || !sp_sharers_init(node, 2))
+		goto fail;
+	node->key = key;
+	node->dom = slot->dom;
+	node->nid = page_to_nid(page);
+	r.node = node;
+	if (READ_ONCE(sp_use_fresh_pages)) {
+		fresh = sp_fresh_folio(slot->mm, page, node);
+		if (!fresh)
+			goto fail;
+		r.kpage = &fresh->page;
+		r.fill = true;
+		tr.kpage = &fresh->page;
+	}
+	err = sp_merge_at(slot->mm, addr, &r);
+	/* Mainline traces the first page of a pair as merged into none. */
+	trace_ksm_merge_with_ksm_page(NULL, page_to_pfn(page),
+				      sp_trace_item(slot, addr), slot->mm, err);
+	if (err) {
+		if (fresh)
+			sp_fresh_abandon(fresh);
+		goto fail;
+	}
+	sp_stable_add(&sp_stable, node, r.kpage ?: page);
+
+	err = sp_merge_at(t->mm, taddr, &tr);
+	trace_ksm_merge_with_ksm_page(tr.kpage, page_to_pfn(tr.kpage),
+				      sp_trace_item(t, taddr), t->mm, err);
+	/*
+	 * Linked first, the candidate's mapping is the one a teardown does
+	 * not trace, as in mainline (where it ends last on the node's list).
+	 * The array has room for both: linking fails only on the xarray.
+	 */
+	kfolio = page_folio(tr.kpage);
+	folio_lock(kfolio);
+	if (!err && !sp_sharer_link(node, t, taddr, tr.av)) {
+		put_anon_vma(tr.av);
+		err = -ENOMEM;
+	}
+	linked = sp_sharer_link(node, slot, addr, r.av);
+	folio_unlock(kfolio);
+	if (err || !linked) {
+		/* A KSM page mapped once is no saving: give it back. */
+		if (linked)
+			sp_sharer_drop(node, slot, addr >> PAGE_SHIFT);
+		else
+			put_anon_vma(r.av);
+		sp_unshare_at(slot, addr);
+	}
+	if (fresh)
+		folio_put(fresh);
+	return true;
+fail:
+	if (node) {
+		kvfree(node->sharers);
+		kmem_cache_free(sp_node_cache, node);
+	}
+	return false;
+}
+
+/* What became of a candidate that a probe offered. */
+enum sp_pair {
+	SP_PAIR_DONE,		/* merged, or undone: this visit is done */
+	SP_PAIR_NO,		/* no pair: another content, node, or THP */
+	SP_PAIR_GONE,		/* no candidate any more: forget the entry */
+};
+
+/*
+ * Confirm candidate (@id, @tvpn) for @page: same domain, same hash in its
+ * state word, same bytes, and merge the two.
+ */
+static enum sp_pair sp_pair_with(struct sp_slot *slot, unsigned long addr,
+				 struct page *page, bool held, u64 hash,
+				 unsigned int id, unsigned long tvpn)
+{
+	enum sp_pair ret = SP_PAIR_NO;
+	struct mm_struct *tmm = NULL;
+	struct page *tpage;
+	struct sp_slot *t;
+	unsigned long st;
+	bool other;
+	void *e;
+
+	spin_lock(&sp_slots_lock);
+	t = xa_load(&sp_slot_ids, id);
+	/* Another domain's candidate that shares our key is none of ours. */
+	other = t && t->dom != slot->dom;
+	if (t && !other && mmget_not_zero(t->mm))
+		tmm = t->mm;
+	spin_unlock(&sp_slots_lock);
+	if (!tmm)
+		return other ? SP_PAIR_NO : SP_PAIR_GONE;
+	/*
+	 * An entry whose page is no candidate now (changed, merged, unmapped)
+	 * is stale; one that is a candidate of another hash, sharing twelve
+	 * bits of this one, is not.
+	 */
+	e = xa_load(&t->pages, tvpn);
+	st = xa_is_value(e) ? xa_to_value(e) : 0;
+	if (!sp_st_cand(st)) {
+		ret = SP_PAIR_GONE;
+		goto out;
+	}
+	if (!sp_st_hash_is(st, hash))
+		goto out;
+	tpage = sp_get_page_at(tmm, tvpn << PAGE_SHIFT);
+	if (!tpage) {
+		ret = SP_PAIR_GONE;
+		goto out;
+	}
+	if (page_folio(tpage) == page_folio(page)) {
+		/*
+		 * The same page (shared since a fork), or two pieces of one
+		 * THP: split that, and merge on the next pass.
+		 */
+		put_page(tpage);
+		if (tpage != page && trylock_page(page)) {
+			if (PageTransCompound(page))
+				split_huge_page(page);
+			unlock_page(page);
+		}
+		goto out;
+	}
+	if ((READ_ONCE(sp_merge_across_nodes) ||
+	     page_to_nid(tpage) == page_to_nid(page)) &&
+	    sp_pages_same(page, tpage) &&
+	    sp_merge_pair(slot, addr, page, held, t, tvpn << PAGE_SHIFT, tpage,
+			  sp_st_wp(st), sp_key(slot, hash)))
+		ret = SP_PAIR_DONE;
+	put_page(tpage);
+out:
+	mmput_async(tmm);
+	return ret;
+}
+
+/*
+ * Pair with an equal candidate; else become one, and say in *@cand
+ * whether the page is in the table. True when this visit is done.
+ */
+static bool sp_try_candidates(struct sp_slot *slot, unsigned long addr,
+			      struct page *page, bool held, u64 hash,
+			      bool *cand)
+{
+	unsigned long vpn = addr >> PAGE_SHIFT;
+	struct sp_probe p;
+	unsigned long tvpn;
+	unsigned int id;
+
+	*cand = false;
+	if (!slot->id)		/* it could not be recorded */
+		return false;
+	sp_probe_start(&p, &sp_cands, sp_key(slot, hash));
+	while (sp_probe_next(&p, &id, &tvpn)) {
+		if (id == slot->id && tvpn == vpn)
+			continue;
+		switch (sp_pair_with(slot, addr, page, held, hash, id, tvpn)) {
+		case SP_PAIR_DONE:
+			return true;
+		case SP_PAIR_GONE:
+			sp_probe_forget(&p);
+			break;
+		case SP_PAIR_NO:
+			break;
+		}
+	}
+	*cand = sp_probe_insert(&p, slot->id, vpn);
+	return false;
+}
+
+/* A KSM page that this mm maps without a sharer: inherited by fork. */
+static void sp_adopt(struct sp_slot *slot, unsigned long addr,
+		     struct folio *folio)
+{
+	struct sp_knode *node = sp_folio_node(folio);
+	struct anon_vma *av = NULL;
+	struct vm_area_struct *vma;
+	bool linked = false;
+
+	if (!node || !slot->id)
+		return;
+	mmap_read_lock(slot->mm);
+	vma = sp_mergeable_vma(slot->mm, addr);
+	if (vma) {
+		av = vma->anon_vma;
+		get_anon_vma(av);
+	}
+	mmap_read_unlock(slot->mm);
+	if (!av)
+		return;
+	folio_lock(folio);
+	if (sp_folio_node(folio) == node)
+		linked = sp_sharer_link(node, slot, addr, av);
+	folio_unlock(folio);
+	if (!linked)
+		put_anon_vma(av);
+}
+
+/*
+ * The content hash of @page for this visit: from state word @st when the
+ * walk found the page clean since that hash was taken (walk.c says why it
+ * cannot have changed, and why a mistake costs time, not content), else
+ * read from the page.
+ */
+static u64 sp_visit_hash(struct page *page, unsigned long st,
+			 unsigned int how)
+{
+	if (how & SP_FOUND_CLEAN)
+		return sp_st_hash(st);
+	return sp_hash_page(page) & SP_HASH_MASK;
+}
+
+/**
+ * sp_visit - one visit of a page
+ * @slot: the slot of the page's mm; ksmd holds sp_mutex, no mmap_lock
+ * @addr: the page's address
+ * @page: the page, referenced
+ * @how: what the walk learnt of it: SP_FOUND_CLEAN, SP_FOUND_WP or 0
+ *
+ * Return: false when smart scan skipped it: then it does not count as
+ * scanned.
+ */
+bool sp_visit(struct sp_slot *slot, unsigned long addr, struct page *page,
+	      unsigned int how)
+{
+	unsigned long vpn = addr >> PAGE_SHIFT;
+	struct folio *folio = page_folio(page);
+	void *entry = xa_load(&slot->pages, vpn);
+	bool skip, cand, held;
+	unsigned long st;
+	u64 hash;
+
+	if (entry && !xa_is_value(entry)) {
+		if (folio_test_ksm(folio) && sp_folio_node(folio) == entry)
+			return true;
+		sp_sharer_drop(entry, slot, vpn);
+		entry = NULL;
+	}
+	if (folio_test_ksm(folio)) {
+		sp_adopt(slot, addr, folio);
+		return true;
+	}
+	st = sp_smart_age(entry ? xa_to_value(entry) : 0, &skip);
+	if (skip) {
+		sp_set_state(slot, vpn, st);
+		sp_stats.skipped++;
+		return false;
+	}
+	if (!entry)
+		how &= ~SP_FOUND_CLEAN;	/* forgotten since the walk */
+	hash = sp_visit_hash(page, st, how);
+	st = sp_st_set_wp(st, how & (SP_FOUND_CLEAN | SP_FOUND_WP));
+	if (!entry || !sp_st_hash_is(st, hash)) {
+		/* New or changed, it may be a candidate next pass. */
+		sp_cands.want++;
+		sp_keep(slot, vpn, entry, hash, false, st);
+		return true;
+	}
+	held = sp_st_wp(st);
+	if (sp_try_zero(slot, addr, page, held, hash))
+		cand = false;
+	else if (sp_try_stable(slot, addr, page, held, sp_key(slot, hash)) ||
+		 sp_try_candidates(slot, addr, page, held, hash, &cand))
+		return true;
+	sp_keep(slot, vpn, entry, hash, cand, st);
+	return true;
+}
+
+#ifdef CONFIG_KSM_VISIT_KUNIT_TEST
+#include "tests/visit-kunit.h"
+#endif

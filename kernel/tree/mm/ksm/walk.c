@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * samepage walk: finding the pages ksmd visits next, a page table at a
+ * time.
+ *
+ * Finding the next pages: one walk of the cursor's mm, under one hold of
+ * its mmap_lock and one of each PTE table's lock, takes a reference on up
+ * to SP_GATHER present pages in address order. They are visited after the
+ * lock is dropped, as a single page was: each visit copes with a page
+ * unmapped or changed meanwhile. So a batch pays one walk setup per
+ * SP_GATHER pages rather than one per page.
+ *
+ * Clean pages. A page seen for the first time, or one that stayed
+ * unchanged over a pass and found no pair (a candidate), is
+ * write-protected and cleaned by the walk before its hash is taken, as
+ * mprotect() would: one mmu_notifier range, one hold of the PTE lock and
+ * one TLB flush serve those pages of one PTE table. Its state word then
+ * says so (SP_ST_WP). While its PTE stays read-only and clean the page
+ * cannot have been written through any mapping, nor by a secondary MMU
+ * (the notifier made it drop its writable mapping), nor through
+ * get_user_pages() (a write pin needs a writable PTE, and a page with a
+ * reference beyond its mappings is not trusted): the visit takes the hash
+ * from the state word and does not read the page. A write faults and makes
+ * the PTE writable and dirty again, and the page is hashed at its next
+ * visit. Only ksmd itself cleans such a PTE again, when a merge
+ * write-protects the page; a merge of a page that was written since its
+ * hash is refused without touching the PTE (merge.c).
+ *
+ * What this judgement relies on it can get wrong only rarely (a page
+ * moved by mremap() onto the address of another, or swapped in read-only
+ * after a change), and then it costs time, never content: the hash only
+ * picks what to compare, and every merge compares the pages in full with
+ * the page write-protected and locked (merge.c). One visit in
+ * SP_RECHECK of a clean page reads it anyway, so such a page does not
+ * keep a wrong hash for long.
+ *
+ * The cost falls on the writer: the first write to a page after ksmd
+ * protected it takes a minor fault, once per page and pass at most; a
+ * page that keeps changing is protected once, when first seen.
+ */
+#include <linux/hugetlb.h>
+#include <linux/mm.h>
+#include <linux/mm_inline.h>
+#include <linux/mmu_notifier.h>
+#include <linux/pagewalk.h>
+
+#include <asm/tlbflush.h>
+
+#include "samepage.h"
+
+/* A clean page is read anyway at one visit in this many. */
+#define SP_RECHECK	16
+
+static bool sp_scannable(struct page *page)
+{
+	struct folio *folio = page_folio(page);
+
+	return folio_test_anon(folio) && !folio_is_zone_device(folio);
+}
+
+/*
+ * The entry of @vpn in the slot's xarray, from @xas where the walk of a
+ * page table left it: the next page of the table is one step on, not a
+ * descent from the root. Under RCU and sp_mutex, which every change to
+ * the xarray holds.
+ */
+static void *sp_entry_at(struct xa_state *xas, unsigned long vpn)
+{
+	if (xas->xa_index + 1 == vpn && xas->xa_node != XAS_RESTART)
+		return xas_next(xas);
+	xas_set(xas, vpn);
+	return xas_load(xas);
+}
+
+/*
+ * What the walk knows of the small page at @addr, mapped by @pte (PTE
+ * lock held), with @xas for its entry: SP_FOUND_CLEAN, SP_FOUND_WP (clean,
+ * but read anyway), or SP_FOUND_WANT: a page seen for the first time, or
+ * one that held still over the last pass and found no pair (a
+ * candidate), is to be protected before it is hashed. A page seen
+ * changing at its last visit is not: it would most likely fault again
+ * soon.
+ */
+static u8 sp_clean_state(struct xa_state *xas, struct vm_area_struct *vma,
+			 pte_t pte, unsigned long addr)
+{
+	unsigned long vpn = addr >> PAGE_SHIFT;
+	unsigned long st;
+	void *e;
+
+	if (!SP_CLEAN_SKIP || (vma->vm_flags & VM_SHADOW_STACK))
+		return 0;
+	e = sp_entry_at(xas, vpn);
+	if (!e)
+		return SP_FOUND_WANT;
+	if (!xa_is_value(e))
+		return 0;
+	st = xa_to_value(e);
+	if (sp_st_wp(st) && !pte_write(pte) && !pte_dirty(pte))
+		return (vpn + sp_stats.full_scans) % SP_RECHECK ?
+		       SP_FOUND_CLEAN : SP_FOUND_WP;
+	return sp_st_cand(st) ? SP_FOUND_WANT : 0;
+}
+
+/*
+ * Take @page; 1 (which ends the walk) once @f is full. A page of a large
+ * folio is taken alone, and ends the walk: splitting the folio, which its
+ * merging needs, fails while ksmd holds more than one reference to it.
+ */
+static int sp_take(struct sp_found *f, struct page *page, unsigned long addr,
+		   u8 how)
+{
+	struct folio *folio = page_folio(page);
+
+	if (folio_test_large(folio) && f->nr)
+		return 1;
+	folio_get(folio);
+	f->page[f->nr] = page;
+	f->addr[f->nr] = addr;
+	f->how[f->nr] = how;
+	return ++f->nr == f->max || folio_test_large(folio);
+}
+
+/*
+ * Write-protect and clean the PTE at @ptep (PTE lock held) if it still
+ * maps @page; true if it did and *@flush is now due. Any dirtiness goes
+ * to the folio, as mainline's write_protect_page() and page_mkclean()
+ * hand it on.
+ */
+static bool sp_protect_pte(struct vm_area_struct *vma, pte_t *ptep,
+			   unsigned long addr, struct page *page, bool *flush)
+{
+	pte_t old = ptep_get(ptep), pte;
+
+	if (!pte_present(old) || pte_pfn(old) != page_to_pfn(page))
+		return false;
+	if (!pte_write(old) && !pte_dirty(old) &&
+	    !mm_tlb_flush_pending(vma->vm_mm))
+		return true;
+	old = ptep_modify_prot_start(vma, addr, ptep);
+	if (pte_dirty(old))
+		folio_mark_dirty(page_folio(page));
+	pte = pte_mkclean(pte_wrprotect(old));
+	ptep_modify_prot_commit(vma, addr, ptep, old, pte);
+	*flush = true;
+	return true;
+}
+
+/*
+ * No reference to @page but its mappings', the swap cache's and ksmd's:
+ * nothing pinned it to write through. Read after the TLB flush, which a
+ * concurrent get_user_pages_fast() either finishes before or sees the
+ * PTE changed and lets go.
+ */
+static bool sp_unpinned(struct page *page)
+{
+	struct folio *folio = page_folio(page);
+
+	return folio_ref_count(folio) ==
+	       folio_mapcount(folio) + folio_test_swapcache(folio) + 1;
+}
+
+/*
+ * Leave PTE table @table one writable PTE if it has one (PTE lock held):
+ * khugepaged and MADV_COLLAPSE collapse only a range that has one, and
+ * mainline never takes the last from a range of unmerged pages. So when
+ * every writable PTE of the table is one the walk wants protected, the
+ * first of those stays as it is (and is read at every visit).
+ */
+static void sp_keep_writable(pte_t *table, struct sp_found *f,
+			     unsigned int first, unsigned int last)
+{
+	unsigned long addr = f->addr[first] & PMD_MASK;
+	unsigned int i = first, keep = f->nr;
+	pte_t *ptep;
+	pte_t pte;
+
+	for (ptep = table; ptep < table + PTRS_PER_PTE;
+	     ptep++, addr += PAGE_SIZE) {
+		while (i <= last && f->addr[i] < addr)
+			i++;
+		pte = ptep_get(ptep);
+		if (!pte_present(pte) || !pte_write(pte))
+			continue;
+		if (i > last || f->addr[i] != addr ||
+		    !(f->how[i] & SP_FOUND_WANT)) {
+			keep = f->nr;
+			break;
+		}
+		if (keep == f->nr)
+			keep = i;
+	}
+	if (keep < f->nr)
+		f->how[keep] &= ~SP_FOUND_WANT;
+}
+
+/*
+ * Protect the pages @f->page[@from..] of the PTE table at @pmdp that the
+ * walk wants protected, under one mmu_notifier range and one TLB flush;
+ * each that is protected and unpinned is marked SP_FOUND_WP.
+ */
+static void sp_protect_table(struct mm_walk *walk, pmd_t *pmdp,
+			     struct sp_found *f, unsigned int from)
+{
+	struct mmu_notifier_range range;
+	unsigned int i, first = f->nr, last = 0;
+	u8 done[SP_GATHER], nr = 0;
+	unsigned long start, end;
+	pte_t *ptep, *base;
+	bool flush = false;
+	spinlock_t *ptl;	/* the PTE table's lock */
+
+	for (i = from; i < f->nr; i++) {
+		if (!(f->how[i] & SP_FOUND_WANT))
+			continue;
+		first = min(first, i);
+		last = i;
+	}
+	if (first == f->nr)
+		return;
+	start = f->addr[first];
+	end = f->addr[last] + PAGE_SIZE;
+	mmu_notifier_range_init(&range, MMU_NOTIFY_PROTECTION_PAGE, 0,
+				walk->mm, start, end);
+	mmu_notifier_invalidate_range_start(&range);
+	base = pte_offset_map_lock(walk->mm, pmdp, start, &ptl);
+	if (base) {
+		sp_keep_writable(base - pte_index(start), f, first, last);
+		for (i = first; i <= last; i++) {
+			if (!(f->how[i] & SP_FOUND_WANT))
+				continue;
+			ptep = base + ((f->addr[i] - start) >> PAGE_SHIFT);
+			if (sp_protect_pte(walk->vma, ptep, f->addr[i],
+					   f->page[i], &flush))
+				done[nr++] = i;
+		}
+		if (flush)
+			flush_tlb_range(walk->vma, start, end);
+		pte_unmap_unlock(base, ptl);
+	}
+	mmu_notifier_invalidate_range_end(&range);
+	for (i = 0; i < nr; i++)
+		if (sp_unpinned(f->page[done[i]]))
+			f->how[done[i]] |= SP_FOUND_WP;
+	for (i = first; i <= last; i++)
+		f->how[i] &= ~SP_FOUND_WANT;
+}
+
+static int sp_pmd_huge(pmd_t *pmdp, unsigned long addr, struct mm_walk *walk)
+{
+	spinlock_t *ptl = pmd_lock(walk->mm, pmdp);	/* the PMD's lock */
+	pmd_t pmd = pmdp_get(pmdp);
+	struct page *page;
+	int ret = -EAGAIN;	/* split meanwhile: look at the PTEs */
+
+	if (pmd_present(pmd) && pmd_trans_huge(pmd)) {
+		ret = 0;
+		page = vm_normal_page_pmd(walk->vma, addr & PMD_MASK, pmd);
+		if (page && sp_scannable(page))
+			ret = sp_take(walk->private,
+				      page + ((addr & ~PMD_MASK) >> PAGE_SHIFT),
+				      addr, 0);
+	}
+	spin_unlock(ptl);
+	return ret;
+}
+
+static int sp_pmd_entry(pmd_t *pmdp, unsigned long addr, unsigned long end,
+			struct mm_walk *walk)
+{
+	pmd_t pmd = pmdp_get_lockless(pmdp);
+	struct sp_found *f = walk->private;
+	unsigned int from = f->nr;
+	pte_t *start, *ptep;
+	struct folio *folio;
+	struct page *page;
+	spinlock_t *ptl;	/* the PTE table's lock */
+	XA_STATE(xas, &f->slot->pages, 0);
+	int ret = 0;
+	u8 how;
+
+	if (!pmd_present(pmd))
+		return 0;
+	if (pmd_trans_huge(pmd)) {
+		ret = sp_pmd_huge(pmdp, addr, walk);
+		if (ret != -EAGAIN)
+			return ret;
+		ret = 0;
+	}
+	start = pte_offset_map_lock(walk->mm, pmdp, addr, &ptl);
+	if (!start)
+		return 0;
+	rcu_read_lock();
+	for (ptep = start; addr < end && !ret; ptep++, addr += PAGE_SIZE) {
+		pte_t pte = ptep_get(ptep);
+
+		if (!pte_present(pte))
+			continue;
+		page = vm_normal_page(walk->vma, addr, pte);
+		if (!page || !sp_scannable(page))
+			continue;
+		folio = page_folio(page);
+		how = folio_test_large(folio) || folio_test_ksm(folio) ? 0 :
+		      sp_clean_state(&xas, walk->vma, pte, addr);
+		ret = sp_take(f, page, addr, how);
+	}
+	rcu_read_unlock();
+	pte_unmap_unlock(start, ptl);
+	sp_protect_table(walk, pmdp, f, from);
+	return ret;
+}
+
+static const struct mm_walk_ops sp_walk_ops = {
+	.pmd_entry = sp_pmd_entry,
+	.walk_lock = PGWALK_RDLOCK,
+};
+
+/**
+ * sp_find_in_mm - gather the next pages of the cursor's mm
+ * @mm: the mm of the cursor's slot; mmap_lock held for reading
+ * @f: where the pages go, each referenced; @f->nr pages, at most @f->max,
+ *     with what the walk learnt of each in @f->how
+ *
+ * The walk ends at the end of the mm or when @f is full.
+ */
+void sp_find_in_mm(struct mm_struct *mm, struct sp_found *f)
+{
+	VMA_ITERATOR(vmi, mm, sp_cur.addr);
+	struct vm_area_struct *vma;
+
+	for_each_vma(vmi, vma) {
+		if (!(vma->vm_flags & VM_MERGEABLE))
+			continue;
+		sp_cur.saw_vma = true;
+		if (!vma->anon_vma)
+			continue;
+		if (walk_page_range_vma(vma, max(sp_cur.addr, vma->vm_start),
+					vma->vm_end, &sp_walk_ops, f) > 0)
+			return;
+		if (!atomic_read(&mm->mm_users))
+			return;
+	}
+}
