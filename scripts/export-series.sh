@@ -8,8 +8,10 @@
 # the commit message. The commits are made in build/src's object store
 # with fixed author and date, so the same sources give the same series.
 #
-# Checked every time (--check, which make test runs, stops there): every
-# input of kernel/ is taken by exactly one patch; the series, exported
+# Checked every time (--check, which make test runs, stops there): the
+# files of mm/ksm/ call each other without a cycle, as their headers say
+# (ksm-layers.py); every input of kernel/ is taken by exactly one patch;
+# the series, exported
 # with git format-patch, applies with git am to pristine; and its tip is
 # the very tree make test built (build/src-ksm, laid from kernel/).
 # Then, for make series: the patches and a cover letter in build/series/
@@ -74,6 +76,10 @@ check_inputs() {
 	[ -z "$extra" ] || die "kernel/series names what kernel/ does not have: $extra"
 }
 
+python3 "$TOP/scripts/ksm-layers.py" "$KERNEL/tree/mm/ksm" > "$BUILD/ksm-layers.txt" || {
+	cat "$BUILD/ksm-layers.txt"
+	die "mm/ksm/: a cycle between files, or a header that says otherwise"
+}
 "$TOP/scripts/lay-tree.sh"
 want=$(git -C "$SRC_KSM" rev-parse HEAD^{tree})
 check_inputs "$KERNEL"
@@ -98,7 +104,7 @@ fixed_date git -C "$am" am -q "${patches[@]}" ||
 [ "$(git -C "$am" rev-parse HEAD^{tree})" = "$want" ] ||
 	die "git am of the export gives another tree than build/src-ksm"
 if [ "$mode" = --check ]; then
-	echo "series: $n patches from kernel/, each input once; git am on pristine gives the tested tree"
+	echo "series: $n patches from kernel/, each input once; git am on pristine gives the tested tree; mm/ksm/ layered without a cycle"
 	exit 0
 fi
 

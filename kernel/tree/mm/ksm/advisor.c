@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * samepage scan-time advisor (advisor_mode=scan-time): after each full
+ * KSM scan-time advisor (advisor_mode=scan-time): after each full
  * pass, retune pages_to_scan so that a pass takes about
  * advisor_target_scan_time seconds, within a band of ksmd's CPU use.
  *
- * The arithmetic is mainline's, so that the same settings and the same
- * pass lengths give the same pages_to_scan on both kernels:
+ * The arithmetic is the 6.12 implementation's, so that the same settings
+ * and the same pass lengths give the same pages_to_scan:
  *   - a pass lasts S whole seconds, at least one;
  *   - its CPU use is C percent of S, at least one;
  *   - "trend" is an exponentially weighted moving average (weight 30% to
@@ -15,10 +15,14 @@
  *     this pass's cost per page, and at most advisor_max_pages_to_scan.
  * advisor_min_pages_to_scan is only where a new advisor starts.
  *
- * Where mainline measures the first pass's CPU from ksmd's start, this
- * measures every pass from its own start.
+ * Every pass's CPU use is measured from that pass's own start, the first
+ * pass's too (the 6.12 implementation measured the first pass after the
+ * advisor was switched on from ksmd's start).
  *
- * All of it runs in ksmd under sp_mutex, as does sp_advisor_defaults().
+ * All of it runs in ksmd under sp_mutex; sp_advisor_defaults(), called
+ * from sysfs, holds sp_mutex too.
+ *
+ * Layering (see samepage.h): calls into core.c.
  */
 #include <linux/ktime.h>
 #include <linux/math64.h>
@@ -53,6 +57,7 @@ static struct {
  */
 void sp_advisor_defaults(void)
 {
+	lockdep_assert_held(&sp_mutex);
 	sp_adv.last_secs = 0;
 	sp_adv.trend = 0;
 	WRITE_ONCE(sp_pages_to_scan, sp_advisor_on ?
@@ -65,6 +70,7 @@ void sp_advisor_defaults(void)
  */
 void sp_advisor_pass_begin(void)
 {
+	lockdep_assert_held(&sp_mutex);
 	sp_adv.start = ktime_get();
 	sp_adv.cpu_start = task_sched_runtime(current);
 }
@@ -77,7 +83,7 @@ static void sp_adv_measure(unsigned long *secs, unsigned long *cpu_pct)
 			     NSEC_PER_MSEC);
 
 	*secs = max_t(unsigned long, 1, div_s64(ms, MSEC_PER_SEC));
-	/* Over whole seconds, as mainline: C = cpu_ms * 100 / (S * 1000). */
+	/* Over whole seconds: C = cpu_ms * 100 / (S * 1000). */
 	*cpu_pct = max_t(unsigned long, 1,
 			 div64_u64(cpu_ms, (u64)*secs * 10));
 }
@@ -113,6 +119,7 @@ void sp_advisor_pass_end(void)
 {
 	unsigned long secs, cpu_pct, pages;
 
+	lockdep_assert_held(&sp_mutex);
 	if (!READ_ONCE(sp_advisor_on))
 		return;
 	sp_adv_measure(&secs, &cpu_pct);

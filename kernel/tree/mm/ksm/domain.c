@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * samepage merge domains: which pages may share a frame.
+ * KSM merge domains: which pages may share a frame.
  *
  * Merging is observable. A write to a merged page takes a copy-on-write
  * fault and is slower than a write to a private page, so a process that
@@ -12,7 +12,8 @@
  *
  * A domain is a 64-bit value worked out for each mm once a pass, when ksmd
  * starts on it (sp_domain_enter()), and kept in its slot:
- *   system   0 for every mm: mainline's behaviour, the default
+ *   system   0 for every mm: any page may merge with any other; the
+ *            default
  *   process  a number drawn for the mm when it registered, never reused,
  *            so that an exited process's KSM pages are no one else's
  *   cgroup   the id of the mm owner's memory cgroup (cgroup ids are not
@@ -20,16 +21,18 @@
  *   user     the effective uid of the mm's owner (with CONFIG_MEMCG, where
  *            an mm knows its owner), else of the task that registered it
  *
- * The domain is folded into the index key: the content hash XOR a keyed
- * hash of the domain (its "salt", drawn per boot, zero for "system" so
- * that nothing changes there). Equal pages of different domains therefore
- * land in different stable buckets and candidate probe sequences, and a
- * lookup walks its own domain's pages only: a thousand VMs holding one
- * image in a thousand domains do not make one bucket a thousand long, and
- * do not exhaust each other's probe limit. A key is 32 bits, so two
- * domains may still collide: every KSM page and candidate is also checked
- * for its exact domain before it is compared, which is what the isolation
- * rests on; the salt only keeps lookups as cheap as they were.
+ * The domain is folded into the u64 index key: the content hash XOR a
+ * 32-bit keyed hash of the domain, its "salt" (under a key drawn at boot;
+ * zero for "system", whose keys are the content hashes themselves). Equal
+ * pages of different domains therefore nearly always get different keys,
+ * and land in different stable buckets and candidate probe sequences, so
+ * that a lookup walks its own domain's pages only: a thousand VMs holding
+ * one image in a thousand domains do not make one bucket a thousand long,
+ * and do not exhaust each other's probe limit. But salts are 32 bits, so
+ * two domains' salts may be equal, and in any case equal keys of
+ * different domains can meet: every KSM page and candidate is also
+ * checked for its exact domain before it is compared, which is what the
+ * isolation rests on. The salt only keeps lookups cheap.
  *
  * The zero page is shared across domains (use_zero_pages): the content
  * all-zero is no secret, and mapping it is what every fresh anonymous
@@ -41,6 +44,8 @@
  * registered mm's domain out again at once, so that the pass goes on in
  * the new domains. Locking: sp_dom_kind is written under sp_mutex and
  * sp_slots_lock; slot->dom and slot->salt are ksmd's, under sp_mutex.
+ *
+ * Layering (see samepage.h): calls into core.c, index.c.
  */
 #include <linux/cgroup.h>
 #include <linux/cred.h>
@@ -141,6 +146,7 @@ static void sp_domain_compute(struct sp_slot *slot, unsigned int kind)
  */
 void sp_domain_enter(struct sp_slot *slot)
 {
+	lockdep_assert_held(&sp_mutex);
 	sp_domain_compute(slot, READ_ONCE(sp_dom_kind));
 }
 
@@ -172,6 +178,7 @@ void sp_domain_set(unsigned int kind)
 {
 	struct sp_slot *slot;
 
+	lockdep_assert_held(&sp_mutex);
 	spin_lock(&sp_slots_lock);
 	WRITE_ONCE(sp_dom_kind, kind);
 	list_for_each_entry(slot, &sp_slots, list)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * samepage fresh pages: new KSM pages in frames nobody chose.
+ * KSM fresh pages: new KSM pages in frames nobody chose.
  *
  * By default one page of a merging pair becomes the KSM page: its frame
  * keeps the content, and the other page's mappings move onto it. The
@@ -28,6 +28,8 @@
  *
  * Locking: the pool and its array are ksmd's, under sp_mutex, which the
  * sysfs store holds too when it turns the setting off.
+ *
+ * Layering (see samepage.h): calls into core.c, rmap.c.
  */
 #include <linux/gfp.h>
 #include <linux/highmem.h>
@@ -95,6 +97,7 @@ void sp_fresh_drain(void)
 	unsigned int i;
 	int nid;
 
+	lockdep_assert_held(&sp_mutex);
 	if (!sp_pool)
 		return;
 	for (nid = 0; nid < nr_node_ids; nid++)
@@ -123,6 +126,7 @@ struct folio *sp_fresh_folio(struct mm_struct *mm, struct page *page,
 	int nid = page_to_nid(page);
 	struct folio *folio = sp_pool_take(nid);
 
+	lockdep_assert_held(&sp_mutex);
 	if (!folio)
 		return NULL;
 	if ((!READ_ONCE(sp_merge_across_nodes) && folio_nid(folio) != nid) ||
@@ -151,6 +155,7 @@ struct folio *sp_fresh_folio(struct mm_struct *mm, struct page *page,
  */
 void sp_fresh_abandon(struct folio *folio)
 {
+	lockdep_assert_held(&sp_mutex);
 	folio_lock(folio);
 	sp_folio_set_node(folio, NULL);
 	folio_unlock(folio);

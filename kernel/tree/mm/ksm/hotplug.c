@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * samepage: memory hot-remove.
+ * KSM: memory hot-remove.
  *
  * A KSM node names its folio by pfn. When every mapping of the folio goes
  * before ksmd looks again, the node is stale, and ksmd finds that out by
@@ -14,6 +14,8 @@
  * While a range goes offline ksmd waits between batches, so that it holds
  * no reference that would keep a page of the range from migrating, and
  * the pool of fresh frames (fresh.c) is emptied.
+ *
+ * Layering (see samepage.h): calls into core.c, fresh.c, index.c, knode.c.
  */
 #include <linux/memory.h>
 #include <linux/mutex.h>

@@ -1,8 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * samepage index: the content hash of a page and the two tables that are
+ * KSM index: the content hash of a page and the two tables that are
  * looked up by it, the stable table of KSM pages and the candidate table
  * of this pass.
+ *
+ * Layering (see samepage.h): calls into rmap.c.
+ */
+
+/**
+ * DOC: Content index
  *
  * The hash is NH, the almost-universal hash of UMAC and Adiantum, over
  * every word of the page, and its 128-bit sum is folded to 64 bits by
@@ -386,7 +392,7 @@ bool sp_probe_insert(struct sp_probe *p, unsigned int id, unsigned long vpn)
 		return false;
 	if (4 * (t->used + 1) > 3UL << t->bits)
 		return false;
-	t->locs[p->pos] = sp_where(id, vpn);
+	t->locs[p->pos] = sp_loc(id, vpn);
 	t->marks[p->pos] = sp_ce_mark(t, p->hash);
 	t->used++;
 	return true;
@@ -395,21 +401,23 @@ bool sp_probe_insert(struct sp_probe *p, unsigned int id, unsigned long vpn)
 /*
  * The stable table: an array of buckets by the key's hash, each a
  * red-black tree of KSM pages ordered by key, then domain, then content.
- * Keys are 64-bit keyed hashes, so equal keys of different content are
- * a matter of luck; but should a bucket ever fill with one key, its
- * content order keeps every lookup at O(log n) page compares, as
- * mainline's trees do for any content. A node's place does not change
- * while it is indexed: the content of a KSM page cannot change.
+ * Keys are keyed hashes (53 bits on 64-bit, 64 on 32-bit), so equal keys
+ * of different content are a matter of luck; but should a bucket ever
+ * fill with one key, its content order still keeps every lookup at
+ * O(log n) page compares. A node's place does not change while it is
+ * indexed: the content of a KSM page cannot change.
  *
  * KSM pages of equal content and domain beyond the first (more than
  * max_page_sharing mappings, or on another NUMA node) are "dups" in a
- * list on the one in the tree, their "head": mainline's chain. The table
- * counts chains and their pages as they form and break, so that reading
- * stable_node_chains and stable_node_dups costs nothing.
+ * list on the one in the tree, their "head": together a "chain", as
+ * stable_node_chains and stable_node_dups count them. The table counts
+ * chains and their pages as they form and break, so that reading those
+ * two files costs nothing.
  *
- * A node met stale (its folio gone) during a walk is freed on the spot by
- * sp_node_folio(), which takes it out of the table; the walk then starts
- * again from the root. Each restart frees a node, so walks end.
+ * A node met stale (its folio gone) during a walk is taken out of the
+ * table onto its list of stale nodes, which knode.c frees with their
+ * sharers (sp_knode_reap()); the walk then starts again from the root.
+ * Each restart takes a node out, so walks end.
  */
 #define SP_STABLE_MIN_BITS	10
 
@@ -448,10 +456,60 @@ static bool sp_stable_alone(struct sp_knode *n)
 				  rb_entry(next, struct sp_knode, rb)));
 }
 
+static void sp_chain_del(struct sp_stable_table *t, struct sp_knode *node)
+{
+	struct sp_knode *head = node->head;
+
+	hlist_del(&node->dup);
+	if (hlist_empty(&head->dups)) {
+		t->chains--;
+		t->dups -= 2;
+	} else {
+		t->dups--;
+	}
+}
+
+/*
+ * Take @node out of @t; a head with dups gives its place to one of them,
+ * which has its content.
+ */
+static void sp_stable_unlink(struct sp_stable_table *t, struct sp_knode *node)
+{
+	struct sp_knode *d, *x;
+
+	if (node->place == SP_KN_DUP) {
+		sp_chain_del(t, node);
+	} else if (hlist_empty(&node->dups)) {
+		rb_erase(&node->rb, sp_stable_root(t, node->key));
+	} else {
+		d = hlist_entry(node->dups.first, struct sp_knode, dup);
+		sp_chain_del(t, d);
+		hlist_move_list(&node->dups, &d->dups);
+		hlist_for_each_entry(x, &d->dups, dup)
+			x->head = d;
+		/* d's list links are done with: its tree links take them. */
+		rb_replace_node(&node->rb, &d->rb,
+				sp_stable_root(t, node->key));
+		d->place = SP_KN_HEAD;
+	}
+	node->place = SP_KN_NONE;
+	t->nr--;
+}
+
+/* Take @node, whose folio has gone, out of @t onto its stale list. */
+static void sp_stable_set_stale(struct sp_stable_table *t,
+				struct sp_knode *node)
+{
+	sp_stable_unlink(t, node);
+	hlist_add_head(&node->dup, &t->stale);
+	node->place = SP_KN_STALE;
+}
+
 /*
  * Walk the bucket of @key for the head whose content is @page's: return
  * it, or NULL with the link where a new head goes in *@linkp and its
- * parent in *@parentp, or ERR_PTR(-EAGAIN) after a stale node was freed.
+ * parent in *@parentp, or ERR_PTR(-EAGAIN) after a stale node was taken
+ * out.
  * With @trust, the only head of @key and @dom is returned without a
  * compare: the caller compares anyway.
  */
@@ -473,9 +531,11 @@ static struct sp_knode *sp_stable_walk(struct sp_stable_table *t, u64 key,
 		if (!cmp && trust && sp_stable_alone(n))
 			return n;
 		if (!cmp) {
-			folio = sp_node_folio(n, false);
-			if (!folio)
+			folio = sp_node_folio_try(n, false);
+			if (!folio) {
+				sp_stable_set_stale(t, n);
 				return ERR_PTR(-EAGAIN);
+			}
 			cmp = sp_stable_cmp(page, folio_page(folio, 0));
 			folio_put(folio);
 			if (!cmp)
@@ -496,11 +556,13 @@ static struct sp_knode *sp_stable_walk(struct sp_stable_table *t, u64 key,
  * @page: the page, referenced
  *
  * The pages are compared only where two heads share the key and domain.
- * The only head of a key is returned uncompared: a 64-bit keyed hash
- * makes another content under that key a matter of 2^-64 luck, and the
- * merge compares the pages in full, write-protected, before it maps the
- * KSM page; so a wrong head would cost a failed merge, never content.
- * Stale nodes met on the way are freed. Called with sp_mutex held.
+ * The only head of a key is returned uncompared: a keyed hash of 53 bits
+ * or more makes another content under that key a matter of 2^-53 luck,
+ * and the merge compares the pages in full, write-protected, before it
+ * maps the KSM page; so a wrong head would cost a failed merge, never
+ * content.
+ * Stale nodes met on the way are taken out, for sp_knode_reap().
+ * Called with sp_mutex held.
  *
  * Return: the head of the KSM pages whose content is @page's, or NULL.
  */
@@ -529,19 +591,6 @@ static void sp_chain_add(struct sp_stable_table *t, struct sp_knode *head,
 	node->head = head;
 	hlist_add_head(&node->dup, &head->dups);
 	node->place = SP_KN_DUP;
-}
-
-static void sp_chain_del(struct sp_stable_table *t, struct sp_knode *node)
-{
-	struct sp_knode *head = node->head;
-
-	hlist_del(&node->dup);
-	if (hlist_empty(&head->dups)) {
-		t->chains--;
-		t->dups -= 2;
-	} else {
-		t->dups--;
-	}
 }
 
 /* Put @node in @root after every node of its key and domain. */
@@ -654,31 +703,40 @@ void sp_stable_add(struct sp_stable_table *t, struct sp_knode *node,
 /**
  * sp_stable_del - take a KSM page out of the index
  * @t: the table
- * @node: the node, which must be in @t
+ * @node: the node: in @t, on its list of stale nodes, or in neither
  *
  * A head with dups gives its place to one of them, which has its content.
  */
 void sp_stable_del(struct sp_stable_table *t, struct sp_knode *node)
 {
-	struct sp_knode *d, *x;
-
-	if (node->place == SP_KN_DUP) {
-		sp_chain_del(t, node);
-	} else if (hlist_empty(&node->dups)) {
-		rb_erase(&node->rb, sp_stable_root(t, node->key));
-	} else {
-		d = hlist_entry(node->dups.first, struct sp_knode, dup);
-		sp_chain_del(t, d);
-		hlist_move_list(&node->dups, &d->dups);
-		hlist_for_each_entry(x, &d->dups, dup)
-			x->head = d;
-		/* d's list links are done with: its tree links take them. */
-		rb_replace_node(&node->rb, &d->rb,
-				sp_stable_root(t, node->key));
-		d->place = SP_KN_HEAD;
+	switch (node->place) {
+	case SP_KN_NONE:
+		break;
+	case SP_KN_STALE:
+		hlist_del(&node->dup);
+		node->place = SP_KN_NONE;
+		break;
+	default:
+		sp_stable_unlink(t, node);
 	}
+}
+
+/**
+ * sp_stable_pop_stale - the next node a walk found stale
+ * @t: the table
+ *
+ * Return: a node taken off @t's list of stale nodes, or NULL.
+ */
+struct sp_knode *sp_stable_pop_stale(struct sp_stable_table *t)
+{
+	struct sp_knode *node;
+
+	if (hlist_empty(&t->stale))
+		return NULL;
+	node = hlist_entry(t->stale.first, struct sp_knode, dup);
+	hlist_del(&node->dup);
 	node->place = SP_KN_NONE;
-	t->nr--;
+	return node;
 }
 
 /*

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * samepage nodes and sharers: what ksmd records of a page, and its
+ * KSM nodes and sharers: what ksmd records of a page, and its
  * lifecycle. The entry of each tracked page in its slot's xarray (a state
  * word, or the node of the KSM page it maps), and the counters that follow
  * the entries; a sharer added to and taken off its KSM page's node; a node
@@ -9,6 +9,8 @@
  *
  * All of it runs under sp_mutex; a node's sharers change only with its
  * KSM folio locked, or once the folio is gone.
+ *
+ * Layering (see samepage.h): calls into core.c, index.c, rmap.c.
  */
 #include <linux/jiffies.h>
 #include <linux/mm.h>
@@ -53,6 +55,7 @@ bool sp_entry_set(struct sp_slot *slot, unsigned long vpn, void *new)
 {
 	void *old;
 
+	lockdep_assert_held(&sp_mutex);
 	xa_lock(&slot->pages);
 	if (new)
 		old = __xa_store(&slot->pages, vpn, new, GFP_KERNEL);
@@ -72,6 +75,7 @@ bool sp_entry_set(struct sp_slot *slot, unsigned long vpn, void *new)
  */
 void sp_set_state(struct sp_slot *slot, unsigned long vpn, unsigned long st)
 {
+	lockdep_assert_held(&sp_mutex);
 	sp_entry_set(slot, vpn, xa_mk_value(st));
 }
 
@@ -114,17 +118,6 @@ bool sp_sharers_init(struct sp_knode *node, unsigned int cap)
 }
 
 /**
- * sp_sharer_slot - the slot of a sharer's mm
- * @sh: the sharer, linked: its slot lives until it is unlinked
- *
- * Return: the slot.
- */
-struct sp_slot *sp_sharer_slot(const struct sp_sharer *sh)
-{
-	return xa_load(&sp_slot_ids, sp_where_id(sh->where));
-}
-
-/**
  * sp_sharer_link - record a mapping of a KSM page
  * @node: the KSM page's node; its folio locked
  * @slot: the slot of the mapping's mm
@@ -140,6 +133,7 @@ bool sp_sharer_link(struct sp_knode *node, struct sp_slot *slot,
 {
 	unsigned long vpn = addr >> PAGE_SHIFT;
 
+	lockdep_assert_held(&sp_mutex);
 	if (!slot->id)
 		return false;
 	if (node->nr_sharers == node->cap &&
@@ -147,7 +141,7 @@ bool sp_sharer_link(struct sp_knode *node, struct sp_slot *slot,
 		return false;
 	if (!sp_entry_set(slot, vpn, node))
 		return false;
-	node->sharers[node->nr_sharers].where = sp_where(slot->id, vpn);
+	node->sharers[node->nr_sharers].loc = sp_loc(slot->id, vpn);
 	node->sharers[node->nr_sharers].anon_vma = av;
 	if (node->nr_sharers++)
 		sp_stats.sharing++;
@@ -176,11 +170,50 @@ static void sp_sharer_unlink(struct sp_knode *node, unsigned int i,
 	put_anon_vma(sh.anon_vma);
 	slot->mm->ksm_merging_pages--;
 	if (!keep)
-		sp_entry_set(slot, sp_where_addr(sh.where) >> PAGE_SHIFT, NULL);
+		sp_entry_set(slot, sp_loc_addr(sh.loc) >> PAGE_SHIFT, NULL);
 }
 
 /* Nodes freed, ever: a batch that holds node pointers checks it. */
 static unsigned long sp_knodes_freed;
+
+/**
+ * sp_node_folio - get the KSM folio of a node, or free a stale node
+ * @node: the node
+ * @lock: also lock the folio
+ *
+ * When the folio has gone (every mapping of it was unmapped or copied on
+ * write) the node is stale: it and its sharers are freed here.
+ *
+ * Context: sp_mutex held.
+ * Return: the folio, referenced (and locked if asked), or NULL.
+ */
+struct folio *sp_node_folio(struct sp_knode *node, bool lock)
+{
+	struct folio *folio = sp_node_folio_try(node, lock);
+
+	lockdep_assert_held(&sp_mutex);
+	if (!folio)
+		sp_knode_free(node);
+	return folio;
+}
+
+/**
+ * sp_knode_reap - free the stale nodes a lookup took out of the table
+ *
+ * A walk of the stable table that meets a node whose folio has gone
+ * takes it out of the table and leaves it on the table's list of stale
+ * nodes (index.c cannot free sharers); this frees them.
+ *
+ * Context: sp_mutex held.
+ */
+void sp_knode_reap(void)
+{
+	struct sp_knode *node;
+
+	lockdep_assert_held(&sp_mutex);
+	while ((node = sp_stable_pop_stale(&sp_stable)))
+		sp_knode_free(node);
+}
 
 /**
  * sp_knode_free - free a node whose KSM folio has gone, and its sharers
@@ -190,15 +223,17 @@ void sp_knode_free(struct sp_knode *node)
 {
 	struct sp_sharer *sh;
 
+	lockdep_assert_held(&sp_mutex);
 	while (node->nr_sharers) {
 		sh = &node->sharers[node->nr_sharers - 1];
 		/*
-		 * Mainline traces the teardown of each mapping but the one
-		 * that made the page shared, which was linked first.
+		 * ksm_remove_rmap_item is traced for each mapping but the
+		 * last one left, which pages_shared counts: the events the
+		 * tracepoint has always carried.
 		 */
 		if (node->nr_sharers > 1)
 			trace_ksm_remove_rmap_item(node->kpfn,
-						   (void *)(long)sh->where,
+						   (void *)(long)sh->loc,
 						   sp_sharer_slot(sh)->mm);
 		sp_sharer_unlink(node, node->nr_sharers - 1, false);
 	}
@@ -217,14 +252,14 @@ static void __sp_sharer_drop(struct sp_knode *node, struct sp_slot *slot,
 			     unsigned long vpn, bool keep)
 {
 	struct folio *kfolio = sp_node_folio(node, true);
-	u64 where = sp_where(slot->id, vpn);
+	u64 loc = sp_loc(slot->id, vpn);
 	unsigned int i;
 
 	/* No folio: the node was stale, and went with every sharer. */
 	if (!kfolio)
 		return;
 	for (i = 0; i < node->nr_sharers; i++)
-		if (node->sharers[i].where == where)
+		if (node->sharers[i].loc == loc)
 			break;
 	if (!WARN_ON_ONCE(i == node->nr_sharers))
 		sp_sharer_unlink(node, i, keep);
@@ -245,6 +280,7 @@ static void __sp_sharer_drop(struct sp_knode *node, struct sp_slot *slot,
 void sp_sharer_drop(struct sp_knode *node, struct sp_slot *slot,
 		    unsigned long vpn)
 {
+	lockdep_assert_held(&sp_mutex);
 	__sp_sharer_drop(node, slot, vpn, false);
 }
 
@@ -259,6 +295,7 @@ void sp_forget(struct sp_slot *slot, unsigned long from, unsigned long to)
 	unsigned long vpn;
 	void *entry;
 
+	lockdep_assert_held(&sp_mutex);
 	if (from >= to)
 		return;
 	xa_for_each_range(&slot->pages, vpn, entry, from >> PAGE_SHIFT,
@@ -328,6 +365,7 @@ void sp_forget_all(struct sp_slot *slot)
 	unsigned long vpn = 0;
 	void *entry;
 
+	lockdep_assert_held(&sp_mutex);
 	while (sp_forget_sharers(slot, &vpn))
 		cond_resched();
 	/* A stale node took its sharers' entries with it; count the rest. */
@@ -361,6 +399,7 @@ void sp_release_orphan(struct sp_knode *node)
 {
 	struct folio *folio;
 
+	lockdep_assert_held(&sp_mutex);
 	if (node->nr_sharers)
 		return;
 	folio = sp_node_folio(node, true);	/* frees the node if stale */
@@ -392,6 +431,7 @@ static unsigned long sp_next_sweep;
  */
 void sp_sweep(unsigned int budget)
 {
+	lockdep_assert_held(&sp_mutex);
 	if (time_before(jiffies, sp_next_sweep))
 		return;
 	if (sp_stable_sweep(&sp_stable, budget, sp_drop_if_stale))

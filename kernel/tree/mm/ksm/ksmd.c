@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * samepage ksmd: the thread, its passes and batches, and run=2.
+ * ksmd: the thread, its passes and batches, and run=2.
  *
  * ksmd walks the registered mms in list order, and in each the present
  * anonymous pages of its mergeable VMAs in address order, pages_to_scan
@@ -8,6 +8,9 @@
  * (visit.c). One walk over every mm is a pass; full_scans counts them.
  * Addresses where no page is found any more are forgotten as the walk
  * passes them (knode.c). Everything ksmd does is under sp_mutex.
+ *
+ * Layering (see samepage.h): calls into advisor.c, core.c, domain.c,
+ * index.c, knode.c, merge.c, visit.c, walk.c.
  */
 #include <linux/freezer.h>
 #include <linux/hashtable.h>
@@ -20,8 +23,6 @@
 #include "samepage.h"
 
 #include <trace/events/ksm.h>
-
-struct sp_cursor sp_cur;
 
 /* ksmd's, under sp_mutex: too big for its stack. */
 static struct sp_found sp_found;
@@ -40,8 +41,8 @@ static bool sp_pass_begin(void)
 	 * Pages in per-CPU LRU batches hold references that block merging.
 	 * Draining them waits for every CPU: the cursor is set only after,
 	 * so that an mm registered meanwhile is appended to the list and
-	 * scanned in this pass, as mainline does, not put before the
-	 * cursor to wait for the next one.
+	 * scanned in this pass, not put before the cursor to wait for the
+	 * next one.
 	 */
 	lru_add_drain_all();
 	spin_lock(&sp_slots_lock);
@@ -86,11 +87,8 @@ static void sp_slot_done(struct sp_slot *slot)
 		      list_next_entry(slot, list);
 	sp_cur.addr = 0;
 	sp_cur.saw_vma = false;
-	if (gone) {
-		list_del(&slot->list);
-		hash_del(&slot->hnode);
-		xa_erase(&sp_slot_ids, slot->id);
-	}
+	if (gone)
+		sp_slot_unlink(slot);
 	spin_unlock(&sp_slots_lock);
 	mmap_read_unlock(mm);
 	if (gone)
@@ -117,8 +115,9 @@ static bool sp_gather(struct sp_slot **slotp, unsigned int max)
 		f->slot = slot;
 		f->nr = 0;
 		f->max = max;
-		if (atomic_read(&slot->mm->mm_users))
-			sp_find_in_mm(slot->mm, f);
+		if (atomic_read(&slot->mm->mm_users) &&
+		    sp_find_in_mm(slot->mm, sp_cur.addr, f))
+			sp_cur.saw_vma = true;
 		if (f->nr) {
 			for (i = 0; i < f->nr; i++) {
 				sp_forget(slot, sp_cur.addr, f->addr[i]);
@@ -185,6 +184,7 @@ int sp_unmerge_all(void)
 	struct sp_slot *slot;
 	int err = 0;
 
+	lockdep_assert_held(&sp_mutex);
 	spin_lock(&sp_slots_lock);
 	sp_cur.slot = list_first_entry_or_null(&sp_slots, struct sp_slot, list);
 	spin_unlock(&sp_slots_lock);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * samepage merge path: the page-table side of merging and unmerging.
+ * KSM merge path: the page-table side of merging and unmerging.
  *
  * Merging a page into a KSM page happens in two steps under the page's
  * lock: its PTE is made read-only and clean, after a check that nobody
@@ -10,6 +10,8 @@
  * copy (do_wp_page() never reuses a KSM folio). Unmerging is that fault,
  * requested with FAULT_FLAG_UNSHARE. Both PTE changes of a merge reach
  * secondary MMUs through change_pte (set_pte_at_notify()) as well.
+ *
+ * Layering (see samepage.h): calls into index.c, rmap.c.
  */
 #include <linux/mm.h>
 #include <linux/highmem.h>
@@ -432,8 +434,13 @@ static struct folio *sp_lock_small(struct page *page)
  * sp_make_ksm - turn an anonymous page into a KSM page
  * @vma: its VMA, mmap_lock held
  * @page: the page, referenced
- * @node: the new KSM page's node, ready (kpfn, hash, nid, sharers)
+ * @node: the new KSM page's node, not yet in the stable table, with no
+ *        sharer linked: its key, dom and nid filled in and its sharers
+ *        array allocated (sp_sharers_init())
  * @held: the page's hash was taken write-protected (see sp_wrprotect())
+ *
+ * Once the page is write-protected, @node gets the folio's pfn and becomes
+ * its node: from then on rmap walks of the folio go through @node.
  *
  * Return: 0, or an error when the page is busy or changed.
  */

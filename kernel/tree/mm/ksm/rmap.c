@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * samepage rmap side: what the rest of mm asks of a KSM folio. Finding
+ * KSM rmap side: what the rest of mm asks of a KSM folio. Finding
  * the folio of a node, walking every mapping of a KSM folio (reclaim,
  * migration, page_idle, DAMON), following it when migration moves it,
  * deciding whether a swapped-in page needs a private copy, and finding
  * the processes to signal when it is poisoned.
+ *
+ * Layering (see samepage.h): calls into core.c.
  */
 #include <linux/ksm.h>
 #include <linux/memcontrol.h>
@@ -74,20 +76,20 @@ static struct folio *sp_try_get(struct sp_knode *node, unsigned long pfn)
 }
 
 /**
- * sp_node_folio - get the KSM folio of a node, or drop a stale node
+ * sp_node_folio_try - get the KSM folio of a node
  * @node: the node; the caller holds sp_mutex
  * @lock: also lock the folio
  *
- * When the folio has gone (every mapping of it was unmapped or copied on
- * write) the node is stale: it and its sharers are freed here.
- *
- * Return: the folio, referenced (and locked if asked), or NULL.
+ * Return: the folio, referenced (and locked if asked), or NULL when it
+ * has gone (every mapping of it was unmapped or copied on write): the
+ * node is then stale, and the caller is to free it.
  */
-struct folio *sp_node_folio(struct sp_knode *node, bool lock)
+struct folio *sp_node_folio_try(struct sp_knode *node, bool lock)
 {
 	struct folio *folio;
 	unsigned long pfn;
 
+	lockdep_assert_held(&sp_mutex);
 	for (;;) {
 		pfn = READ_ONCE(node->kpfn);
 		folio = sp_try_get(node, pfn);
@@ -104,10 +106,8 @@ struct folio *sp_node_folio(struct sp_knode *node, bool lock)
 		/* Pairs with the barrier in folio_migrate_ksm(). */
 		smp_rmb();
 		if (READ_ONCE(node->kpfn) == pfn)
-			break;
+			return NULL;
 	}
-	sp_knode_free(node);
-	return NULL;
 }
 
 /*
@@ -118,7 +118,7 @@ struct folio *sp_node_folio(struct sp_knode *node, bool lock)
 static bool sp_walk_sharer(struct folio *folio, struct sp_sharer *sh,
 			   struct rmap_walk_control *rwc, bool others)
 {
-	unsigned long addr = sp_where_addr(sh->where);
+	unsigned long addr = sp_loc_addr(sh->loc);
 	struct mm_struct *mm = sp_sharer_slot(sh)->mm;
 	struct anon_vma *av = sh->anon_vma;
 	struct anon_vma_chain *avc;
@@ -196,7 +196,7 @@ void folio_migrate_ksm(struct folio *newfolio, struct folio *folio)
 	/* Merges stay within a node when asked: follow the folio there. */
 	WRITE_ONCE(node->nid, folio_nid(newfolio));
 	/*
-	 * sp_node_folio() must find the new pfn before it can find the old
+	 * sp_node_folio_try() must find the new pfn before it can find the old
 	 * folio no longer pointing at the node.
 	 */
 	smp_wmb();
@@ -287,7 +287,7 @@ static void sp_collect_sharer(struct sp_sharer *sh, struct page *page,
 					       ULONG_MAX) {
 			if (avc->vma->vm_mm == t->mm)
 				add_to_kill_ksm(t, page, avc->vma, to_kill,
-						sp_where_addr(sh->where));
+						sp_loc_addr(sh->loc));
 		}
 	}
 	rcu_read_unlock();

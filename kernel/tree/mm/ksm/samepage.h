@@ -1,57 +1,101 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * samepage: kernel samepage merging, internal interfaces.
+ * Kernel samepage merging: the interfaces between the files of mm/ksm/.
+ */
+
+/**
+ * DOC: Overview
  *
- * The pieces, one file each:
- *   core.c     registering mms (madvise, prctl, fork, exit) and boot
- *   ksmd.c     ksmd: its passes and batches, and unmerging everything
- *   walk.c     finding the next pages to visit, a page table at a time
- *   visit.c    the visit of each page: the per-page state machine
- *   knode.c    what ksmd records of pages: entries, sharers, KSM nodes
- *   index.c    the content index: KSM pages and this pass's candidates
- *   merge.c    write-protecting, merging and unsharing pages
- *   rmap.c     the rmap side: walks, migration, swap-in, memory failure
- *   advisor.c  the scan-time advisor, which retunes pages_to_scan
- *   sysfs.c    /sys/kernel/mm/ksm and the per-process profit
- *   hotplug.c  dropping nodes of memory that goes offline
- *   domain.c   merge domains: which mms' pages may share a frame
- *   fresh.c    fresh pages: new KSM pages in frames drawn from a pool
+ * KSM merges anonymous pages of equal content, in the areas registered
+ * with madvise(MADV_MERGEABLE) or prctl(PR_SET_MEMORY_MERGE), into one
+ * write-protected page, the KSM page; a write to it takes a private copy
+ * (copy on write). The kernel thread ksmd finds such pages: it walks the
+ * registered mms pages_to_scan pages a batch, and a walk over every mm is
+ * a pass.
  *
- * Data model. Every mm that ever asked for merging has a struct sp_slot.
- * Its xarray "pages", indexed by virtual page number, holds what ksmd
- * knows of each page it has seen there: either an xarray value entry (a
- * "state word": the content hash seen at the last visit and a few flags),
- * or a pointer to the struct sp_knode of the KSM page the page is mapped
- * to. So a page that is merely tracked costs one xarray slot and nothing
- * else.
+ * Every registered mm has a &struct sp_slot. Its xarray of pages, indexed
+ * by virtual page number, holds what ksmd knows of each page it has seen
+ * there: either an xarray value entry, a "state word" holding the content
+ * hash seen at the last visit and a few flags, or a pointer to the
+ * &struct sp_knode of the KSM page the page is mapped to. So a page that
+ * is tracked but not merged costs one xarray slot and nothing else.
  *
  * A KSM page is a write-protected anonymous folio whose ->mapping points
- * to its struct sp_knode (with PAGE_MAPPING_KSM set). The node keeps an
- * array of sharers, sixteen bytes for each mapping that ksmd set up or
- * found: the slot id and page number of the mapping, and the anon_vma
- * where rmap walks find it. The node sits in the
- * stable table: buckets by its key (the keyed hash of its content, salted
- * by its merge domain), each a tree ordered by key, domain and content;
- * further KSM pages of one content hang on the first as its dups.
+ * to its &struct sp_knode, with PAGE_MAPPING_KSM set. The node keeps an
+ * array of &struct sp_sharer, sixteen bytes for each mapping that ksmd set
+ * up or found, which is where rmap walks look for the mappings. The node
+ * sits in the stable table (&struct sp_stable_table): buckets by its key,
+ * the keyed hash of its content salted by its merge domain, each bucket a
+ * tree ordered by key, domain and content, so that a lookup costs O(log n)
+ * compares however the keys collide. Further KSM pages of one content hang
+ * on the first as its dups.
  *
- * Candidates are pages that did not change between two visits (same
- * keyed hash of the whole page); they go into the candidate table, an
- * open-addressed array of entries (slot id, virtual page number, hash
- * bits) that is emptied at the start of every full pass. A hit is
- * confirmed with the state word of the page and then by comparing the two
- * pages in full before anything is merged.
+ * Candidates are pages whose hash did not change between two visits; they
+ * go into the candidate table (&struct sp_cand_table), an open-addressed
+ * array of entries (slot id, virtual page number, hash bits) emptied by
+ * epoch at the start of every pass. A hit is checked against the state
+ * word of the page it names, and then the two pages are compared in full,
+ * write-protected, before anything is merged. The hash only chooses what
+ * to compare: a wrong guess costs time, never content.
  *
- * Locking:
- *   sp_mutex        ksmd while it scans, and whoever stops or unmerges
- *                   everything (run=2) or changes a setting that needs the
- *                   index empty. It protects both tables, the counters,
- *                   every slot's "pages" xarray contents and the sharers'
- *                   existence. Taken before any mmap_lock or folio lock.
- *   sp_slots_lock   (spinlock) the slot list, the slot ids and the scan
- *                   cursor's slot, against __ksm_enter/__ksm_exit.
- *   KSM folio lock  a node's sharer array changes (and moves, when it
- *                   grows or shrinks) only with its KSM folio locked, or
- *                   once the folio is gone; rmap walks rely on it.
+ * The files, from the bottom of the call graph up: each calls only into
+ * files above it in this list, and its header says which.
+ *
+ * - core.c: the state every file shares: the tunables, the locks, the
+ *   counters, the slab caches, the registry of slots and ksmd's cursor.
+ * - rmap.c: the folio of a node, and what the rest of mm asks of a KSM
+ *   folio: rmap walks, migration, swap-in, memory failure.
+ * - index.c: the keyed page hash, the page compare, and both tables.
+ * - advisor.c: the scan-time advisor, which retunes pages_to_scan.
+ * - walk.c: finding the next pages to visit, a page table at a time.
+ * - domain.c: merge domains, which decide which mms' pages may share.
+ * - fresh.c: the pool of frames for new KSM pages (use_fresh_pages).
+ * - knode.c: the entries of the slots' xarrays, the sharers of a node,
+ *   and the life of a node.
+ * - merge.c: write-protecting, merging and unsharing pages.
+ * - hotplug.c: dropping the nodes of memory that goes offline.
+ * - visit.c: the visit of each page, the per-page state machine.
+ * - ksmd.c: the thread, its passes and batches, and unmerging everything.
+ * - sysfs.c: /sys/kernel/mm/ksm and the profit in /proc/PID/ksm_stat.
+ * - register.c: the entry points that register mms (madvise, prctl,
+ *   fork, exit), and boot.
+ *
+ * notifier_test.c, a test driver for change_pte, stands apart.
+ */
+
+/**
+ * DOC: Locking
+ *
+ * - sp_mutex: held by ksmd while it scans, by run=2's unmerge of
+ *   everything, and by a sysfs store that needs the index empty or ksmd
+ *   still. It protects both tables, the counters in &struct sp_stats, the
+ *   entries of every slot's xarray (the xarray's own lock only makes each
+ *   store atomic for the readers of /proc) and the existence of sharers.
+ *   It is taken before any mmap_lock, folio lock or PTE lock. Functions
+ *   that rely on it say so with lockdep_assert_held().
+ * - sp_slots_lock: a spinlock for the list of slots and the mm hash, and
+ *   for &sp_cursor.slot, which ksmd changes holding both locks and which
+ *   __ksm_enter() and __ksm_exit() read holding this one.
+ * - sp_slot_ids: the xarray of slot ids has its own lock. An id is erased
+ *   when its slot is unregistered, after every sharer that names it was
+ *   dropped; so a sharer's id names a live slot while the sharer exists,
+ *   which sp_mutex or the KSM folio's lock guarantees.
+ * - The KSM folio's lock: a node's sharer array changes (and moves, when
+ *   it grows or shrinks) only with its KSM folio locked, or once the folio
+ *   is gone; rmap walks hold the folio lock and rely on it.
+ */
+
+/**
+ * DOC: Naming
+ *
+ * Everything of mm/ksm/ that is not part of include/linux/ksm.h starts
+ * with sp_ ("samepage"). Words used in one sense only: a *slot* is a
+ * registered mm; a *node* is a &struct sp_knode, never a NUMA node, which
+ * is a *nid*; a *sharer* is one mapping of a KSM page known to its node;
+ * a *vpn* is a virtual page number; a *loc* is a slot id and a vpn packed
+ * in one u64 (sp_loc()); an *entry* is what a slot's xarray holds for a
+ * page, and a *state word* (*st*) is an entry that is an xarray value; a
+ * *key* is a content hash XORed with a merge domain's salt.
  */
 #ifndef _MM_KSM_SAMEPAGE_H
 #define _MM_KSM_SAMEPAGE_H
@@ -77,71 +121,117 @@
 #define SP_SLOT_ID_BITS	20
 #define SP_SLOT_ID_MAX	((1U << SP_SLOT_ID_BITS) - 1)
 
-/* One registered mm. */
+/**
+ * struct sp_slot - a registered mm
+ * @list: on sp_slots, in scan order; under sp_slots_lock
+ * @hnode: in the hash of slots by mm; under sp_slots_lock
+ * @mm: the mm, mmgrab()bed while the slot lives
+ * @pages: vpn -> entry (a state word, or the &struct sp_knode of the KSM
+ *	page mapped there); the entries are ksmd's, under sp_mutex
+ * @id: the slot's id in sp_slot_ids, which candidate entries and sharers
+ *	name; 0 if none could be had (the mm's pages then merge with none)
+ * @uid: the effective uid of the task that registered the mm
+ * @salt: keyed hash of @dom, XORed into the keys of the mm's pages;
+ *	ksmd's, under sp_mutex
+ * @seq: registration number, never reused (the "process" domain)
+ * @dom: the mm's merge domain in this pass; ksmd's, under sp_mutex
+ *
+ * A slot lives from the mm's first request to merge until ksmd finds the
+ * mm exited or without a mergeable VMA, or __ksm_exit() finds nothing of
+ * it to clean up.
+ */
 struct sp_slot {
-	struct list_head list;		/* sp_slots, under sp_slots_lock */
-	struct hlist_node hnode;	/* sp_mm_hash, under sp_slots_lock */
-	struct mm_struct *mm;		/* mmgrab()bed while the slot lives */
-	struct xarray pages;		/* vpn -> state word or sp_knode */
-	unsigned int id;		/* for candidate table entries */
-	/* Merge domain (domain.c): @dom and @salt are ksmd's. */
-	kuid_t uid;			/* euid of the registering task */
-	u32 salt;			/* keyed hash of @dom, XORed into keys */
-	u64 seq;			/* registration number, never reused */
-	u64 dom;			/* the mm's domain in this pass */
+	struct list_head list;
+	struct hlist_node hnode;
+	struct mm_struct *mm;
+	struct xarray pages;
+	unsigned int id;
+	kuid_t uid;
+	u32 salt;
+	u64 seq;
+	u64 dom;
 };
 
-/* Where a node is in the stable table (index.c). */
+/**
+ * enum sp_kn_place - where a node is in the stable table (index.c)
+ * @SP_KN_NONE: not in the table
+ * @SP_KN_HEAD: in its bucket's tree
+ * @SP_KN_DUP: on the list of dups of the head of its content
+ * @SP_KN_STALE: taken out of the table by a lookup that found its folio
+ *	gone, on the table's list of stale nodes until sp_knode_reap()
+ */
 enum sp_kn_place {
-	SP_KN_NONE,			/* not in the table */
-	SP_KN_HEAD,			/* in its bucket's tree */
-	SP_KN_DUP,			/* on its head's list of dups */
+	SP_KN_NONE,
+	SP_KN_HEAD,
+	SP_KN_DUP,
+	SP_KN_STALE,
 };
 
-/* A KSM page. */
+/**
+ * struct sp_knode - a KSM page
+ * @rb: a head's place in its bucket's tree
+ * @dup: a dup's place on its head's @dups, a stale node's on the table's
+ *	list of stale nodes
+ * @head: a dup's head
+ * @dups: a head's dups: further KSM pages of the same content
+ * @sharers: the mappings known to ksmd, @nr_sharers of them, room for @cap
+ * @kpfn: the pfn of the KSM folio; folio_migrate_ksm() moves it
+ * @key: the index key, the content hash XORed with the domain's salt
+ * @dom: the merge domain of every sharer the page took
+ * @nid: the NUMA node of the folio; folio_migrate_ksm() moves it
+ * @nr_sharers: entries used in @sharers
+ * @cap: entries allocated in @sharers
+ * @place: an enum sp_kn_place
+ *
+ * The folio's ->mapping points to the node. Everything but @kpfn and @nid
+ * is ksmd's, under sp_mutex; @sharers changes only with the folio locked.
+ */
 struct sp_knode {
 	union {
-		struct rb_node rb;	/* head: in its bucket */
-		struct {		/* dup: on its head's list */
+		struct rb_node rb;
+		struct {
 			struct hlist_node dup;
 			struct sp_knode *head;
 		};
 	};
-	struct hlist_head dups;		/* head: its dups */
-	struct sp_sharer *sharers;	/* nr_sharers of them, room for cap */
-	unsigned long kpfn;		/* the folio; migration moves it */
-	u64 key;			/* index key: content hash ^ salt */
-	u64 dom;			/* merge domain of every sharer it took */
-	int nid;			/* node of the folio; migration moves it */
+	struct hlist_head dups;
+	struct sp_sharer *sharers;
+	unsigned long kpfn;
+	u64 key;
+	u64 dom;
+	int nid;
 	unsigned int nr_sharers;
 	unsigned int cap;
-	u8 place;			/* enum sp_kn_place */
+	u8 place;
 };
 
-/*
- * One mapping of a KSM page, known to ksmd, in its node's array: where it
- * is, as the slot id in the low SP_SLOT_ID_BITS bits and the virtual page
- * number above (44 bits hold every user address of 5-level paging), and
- * the anon_vma of its VMA, referenced, where rmap walks start.
+/**
+ * struct sp_sharer - one mapping of a KSM page, in its node's array
+ * @loc: where the mapping is: the slot id in the low SP_SLOT_ID_BITS bits
+ *	and the virtual page number above (44 bits hold every user address
+ *	of 5-level paging); see sp_loc()
+ * @anon_vma: the anon_vma of the mapping's VMA, referenced: where rmap
+ *	walks start
  */
 struct sp_sharer {
-	u64 where;
+	u64 loc;
 	struct anon_vma *anon_vma;
 };
 
-static inline u64 sp_where(unsigned int id, unsigned long vpn)
+/* The loc of page @vpn of the slot of id @id. */
+static inline u64 sp_loc(unsigned int id, unsigned long vpn)
 {
 	return ((u64)vpn << SP_SLOT_ID_BITS) | id;
 }
 
-static inline unsigned int sp_where_id(u64 where)
+static inline unsigned int sp_loc_id(u64 loc)
 {
-	return where & SP_SLOT_ID_MAX;
+	return loc & SP_SLOT_ID_MAX;
 }
 
-static inline unsigned long sp_where_addr(u64 where)
+static inline unsigned long sp_loc_addr(u64 loc)
 {
-	return (unsigned long)(where >> SP_SLOT_ID_BITS) << PAGE_SHIFT;
+	return (unsigned long)(loc >> SP_SLOT_ID_BITS) << PAGE_SHIFT;
 }
 
 /*
@@ -251,14 +341,25 @@ void sp_advisor_defaults(void);
 void sp_advisor_pass_begin(void);
 void sp_advisor_pass_end(void);
 
-/* Counters, under sp_mutex (read without it by sysfs). */
+/**
+ * struct sp_stats - the counters sysfs shows
+ * @shared: KSM pages with a sharer (pages_shared)
+ * @sharing: further sharers of those (pages_sharing)
+ * @unshared: candidates (pages_unshared)
+ * @tracked: entries in all slots' xarrays
+ * @scanned: pages visited, ever (pages_scanned)
+ * @skipped: visits smart scan skipped (pages_skipped)
+ * @full_scans: passes completed (full_scans)
+ *
+ * Written under sp_mutex; sysfs reads them without it.
+ */
 struct sp_stats {
-	unsigned long shared;		/* KSM pages with a sharer */
-	unsigned long sharing;		/* further sharers of those */
-	unsigned long unshared;		/* candidates */
-	unsigned long tracked;		/* entries in all slots' xarrays */
-	unsigned long scanned;		/* pages visited, ever */
-	unsigned long skipped;		/* pages smart scan skipped */
+	unsigned long shared;
+	unsigned long sharing;
+	unsigned long unshared;
+	unsigned long tracked;
+	unsigned long scanned;
+	unsigned long skipped;
 	unsigned long full_scans;
 };
 
@@ -271,17 +372,39 @@ extern spinlock_t sp_slots_lock;
 extern struct list_head sp_slots;
 extern struct xarray sp_slot_ids;
 extern struct kmem_cache *sp_node_cache;
+int sp_core_init(void);
+struct sp_slot *sp_slot_alloc(struct mm_struct *mm);
+struct sp_slot *sp_slot_of(struct mm_struct *mm);
+void sp_slot_link(struct sp_slot *slot, struct list_head *before);
+void sp_slot_unlink(struct sp_slot *slot);
 void sp_slot_free(struct sp_slot *slot);
 
-/* ksmd.c */
-/* Where ksmd is: @slot is NULL between passes. Under sp_slots_lock. */
+/*
+ * The slot of a sharer's mm. A linked sharer's slot lives until the
+ * sharer is unlinked (see DOC: Locking).
+ */
+static inline struct sp_slot *sp_sharer_slot(const struct sp_sharer *sh)
+{
+	return xa_load(&sp_slot_ids, sp_loc_id(sh->loc));
+}
+
+/**
+ * struct sp_cursor - where ksmd is (core.c)
+ * @slot: the slot it scans, NULL between passes; written with sp_mutex
+ *	and sp_slots_lock held, read with either
+ * @addr: the next address to look at in @slot's mm; under sp_mutex
+ * @saw_vma: whether this pass found a mergeable VMA in @slot's mm; under
+ *	sp_mutex
+ */
 struct sp_cursor {
 	struct sp_slot *slot;
-	unsigned long addr;		/* next address to look at */
-	bool saw_vma;			/* @slot had a mergeable VMA */
+	unsigned long addr;
+	bool saw_vma;
 };
 
 extern struct sp_cursor sp_cur;
+
+/* ksmd.c */
 int sp_scan_init(void);
 int sp_unmerge_all(void);
 
@@ -293,16 +416,26 @@ int sp_unmerge_all(void);
 #define SP_FOUND_WP	BIT(1)	/* write-protected and clean: hash it now */
 #define SP_FOUND_WANT	BIT(2)	/* the walk's own: to write-protect */
 
+/**
+ * struct sp_found - the pages one walk found, in address order
+ * @slot: the slot whose mm the walk is in
+ * @nr: pages found
+ * @max: stop the walk at this many
+ * @page: the pages, each referenced
+ * @addr: their addresses
+ * @how: SP_FOUND_* flags: what the walk learnt of each
+ */
 struct sp_found {
-	struct sp_slot *slot;		/* whose mm the walk is in */
+	struct sp_slot *slot;
 	unsigned int nr;
-	unsigned int max;		/* stop the walk at this many */
+	unsigned int max;
 	struct page *page[SP_GATHER];
 	unsigned long addr[SP_GATHER];
-	u8 how[SP_GATHER];		/* SP_FOUND_* */
+	u8 how[SP_GATHER];
 };
 
-void sp_find_in_mm(struct mm_struct *mm, struct sp_found *f);
+bool sp_find_in_mm(struct mm_struct *mm, unsigned long from,
+		   struct sp_found *f);
 
 /* visit.c */
 bool sp_visit(struct sp_slot *slot, unsigned long addr, struct page *page,
@@ -316,11 +449,12 @@ bool sp_sharer_link(struct sp_knode *node, struct sp_slot *slot,
 		    unsigned long addr, struct anon_vma *av);
 void sp_sharer_drop(struct sp_knode *node, struct sp_slot *slot,
 		    unsigned long vpn);
-struct sp_slot *sp_sharer_slot(const struct sp_sharer *sh);
 void sp_forget(struct sp_slot *slot, unsigned long from, unsigned long to);
 void sp_forget_all(struct sp_slot *slot);
 void sp_release_orphan(struct sp_knode *node);
 void sp_knode_free(struct sp_knode *node);
+struct folio *sp_node_folio(struct sp_knode *node, bool lock);
+void sp_knode_reap(void);
 void sp_sweep(unsigned int budget);
 
 /* index.c */
@@ -329,17 +463,34 @@ int sp_page_cmp(struct page *a, struct page *b);
 /* The hash of an all-zero page. */
 extern u64 sp_zero_hash;
 
-/* The candidate table: see the top of this file and index.c. */
+/**
+ * struct sp_cand_table - this pass's candidates, by hash (index.c)
+ * @locs: the loc of each entry (sp_loc())
+ * @marks: the epoch and some hash bits of each entry; an entry of an
+ *	older epoch is empty
+ * @bits: log2 of the number of entries
+ * @epoch: this pass's epoch; 0 before the first pass
+ * @used: entries of this epoch
+ * @want: this pass's lookups and new entries, which size the next table
+ *
+ * ksmd's, under sp_mutex.
+ */
 struct sp_cand_table {
-	u64 *locs;			/* slot id and page number */
-	u16 *marks;			/* epoch and hash bits */
+	u64 *locs;
+	u16 *marks;
 	unsigned int bits;
-	u16 epoch;			/* this pass's; 0 before the first */
+	u16 epoch;
 	unsigned long used;
-	unsigned long want;		/* this pass's lookups and new pages */
+	unsigned long want;
 };
 
-/* A lookup in progress: the probe sequence of one hash. */
+/**
+ * struct sp_probe - a lookup in the candidate table in progress
+ * @t: the table
+ * @pos: the entry the probe sequence is at
+ * @seen: entries probed so far, which the probe limit bounds
+ * @hash: the hash looked up
+ */
 struct sp_probe {
 	struct sp_cand_table *t;
 	unsigned long pos;
@@ -355,17 +506,26 @@ bool sp_probe_next(struct sp_probe *p, unsigned int *id, unsigned long *vpn);
 void sp_probe_forget(struct sp_probe *p);
 bool sp_probe_insert(struct sp_probe *p, unsigned int id, unsigned long vpn);
 
-/*
- * The stable table: buckets of KSM pages by key, each a tree ordered by
- * key, domain and content (index.c).
+/**
+ * struct sp_stable_table - the KSM pages, by key (index.c)
+ * @buckets: the buckets, each a tree ordered by key, domain and content
+ * @bits: log2 of the number of buckets
+ * @nr: nodes in the table, heads and dups
+ * @chains: heads with dups (stable_node_chains)
+ * @dups: nodes of those chains (stable_node_dups)
+ * @sweep: the next bucket sp_stable_sweep() looks at
+ * @stale: nodes a walk found stale and took out, for sp_knode_reap()
+ *
+ * ksmd's, under sp_mutex.
  */
 struct sp_stable_table {
 	struct rb_root *buckets;
 	unsigned int bits;
-	unsigned long nr;		/* nodes, heads and dups */
-	unsigned long chains;		/* heads with dups */
-	unsigned long dups;		/* nodes of those chains */
-	unsigned long sweep;		/* next bucket sp_stable_sweep() takes */
+	unsigned long nr;
+	unsigned long chains;
+	unsigned long dups;
+	unsigned long sweep;
+	struct hlist_head stale;
 };
 
 int sp_stable_init(struct sp_stable_table *t, unsigned int bits);
@@ -375,6 +535,7 @@ struct sp_knode *sp_stable_find(struct sp_stable_table *t, u64 key, u64 dom,
 void sp_stable_add(struct sp_stable_table *t, struct sp_knode *node,
 		   struct page *kpage);
 void sp_stable_del(struct sp_stable_table *t, struct sp_knode *node);
+struct sp_knode *sp_stable_pop_stale(struct sp_stable_table *t);
 void sp_stable_for_each(struct sp_stable_table *t,
 			void (*fn)(struct sp_knode *node));
 bool sp_stable_sweep(struct sp_stable_table *t, unsigned long budget,
@@ -441,7 +602,7 @@ int sp_sysfs_init(void);
 /* rmap.c */
 struct sp_knode *sp_folio_node(struct folio *folio);
 void sp_folio_set_node(struct folio *folio, struct sp_knode *node);
-struct folio *sp_node_folio(struct sp_knode *node, bool lock);
+struct folio *sp_node_folio_try(struct sp_knode *node, bool lock);
 
 /* merge.c */
 bool sp_vma_compatible(struct vm_area_struct *vma);

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * samepage sysfs: /sys/kernel/mm/ksm, mainline's files with mainline's
- * meanings and errors, plus max_kernel_pages, kernel_pages_allocated,
- * merge_domain and use_fresh_pages; and the per-process profit shown in
- * /proc/PID/ksm_stat.
+ * KSM sysfs: /sys/kernel/mm/ksm, the files that
+ * Documentation/admin-guide/mm/ksm.rst documents, those of the
+ * established ABI with the meanings and errors they have always had; and
+ * the per-process profit shown in /proc/PID/ksm_stat.
+ *
+ * Layering (see samepage.h): calls into advisor.c, core.c, domain.c,
+ * fresh.c, index.c, knode.c, ksmd.c.
  */
 #include <linux/kobject.h>
 #include <linux/ksm.h>
@@ -76,8 +79,8 @@ SP_COUNTER(full_scans, READ_ONCE(sp_stats.full_scans));
 
 /*
  * KSM pages of one content beyond max_page_sharing (or on other NUMA
- * nodes): mainline's "chains" of "dups". The stable table counts them as
- * they form and break.
+ * nodes): "chains" of "dups", as ksm.rst defines these two counters. The
+ * stable table counts them as they form and break.
  */
 SP_COUNTER(stable_node_chains, READ_ONCE(sp_stable.chains));
 SP_COUNTER(stable_node_dups, READ_ONCE(sp_stable.dups));
@@ -119,7 +122,10 @@ static ssize_t general_profit_show(struct kobject *k, struct kobj_attribute *a,
 }
 SP_ATTR_RO(general_profit);
 
-/* An unsigned int tunable: mainline answers any parse error with EINVAL. */
+/*
+ * An unsigned int tunable: any parse error is EINVAL (never kstrtouint()'s
+ * ERANGE), the error these files have always given.
+ */
 static ssize_t sp_store_uint(const char *buf, size_t count, unsigned int *val)
 {
 	unsigned int v;
@@ -219,12 +225,14 @@ static ssize_t run_store(struct kobject *k, struct kobj_attribute *a,
 SP_ATTR_RW(run);
 
 /*
- * Settings that the KSM pages depend on change only while there are none
- * (mainline's EBUSY). Orphan KSM pages, with no sharer left, are let go
- * first. Called with sp_mutex held.
+ * Settings that the KSM pages depend on change only while there are none:
+ * else EBUSY, as merge_across_nodes and max_page_sharing have always
+ * answered. Orphan KSM pages, with no sharer left, are let go first.
+ * Called with sp_mutex held.
  */
 static bool sp_index_busy(void)
 {
+	lockdep_assert_held(&sp_mutex);
 	sp_stable_for_each(&sp_stable, sp_release_orphan);
 	return READ_ONCE(sp_stats.shared) || sp_stable.nr;
 }
@@ -454,8 +462,8 @@ static ssize_t _name##_store(struct kobject *k, struct kobj_attribute *a, \
 SP_ATTR_RW(_name)
 
 /*
- * advisor_max_cpu is an unsigned int, as in mainline: a larger value is
- * cut to its low 32 bits, as mainline does, rather than refused.
+ * advisor_max_cpu is held in 32 bits: a larger value is cut to its low 32
+ * bits rather than refused, as ksm.rst documents.
  */
 static ssize_t advisor_max_cpu_show(struct kobject *k,
 				    struct kobj_attribute *a, char *buf)

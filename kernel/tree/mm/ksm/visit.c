@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * samepage visit: what ksmd decides at each visit of a page.
+ * KSM visit: what ksmd decides at each visit of a page.
  *
  * The state of a page at a visit, and what comes of it:
  *   unknown          hash it, remember the hash ("volatile" until proved)
@@ -16,6 +16,9 @@
  * needs one (merging, unsharing, finding a candidate's page) takes the
  * mmap_lock of the mm it works in for reading, around direct calls into
  * merge.c.
+ *
+ * Layering (see samepage.h): calls into core.c, fresh.c, index.c, knode.c,
+ * merge.c, rmap.c.
  */
 #include <linux/mm.h>
 #include <linux/pagewalk.h>
@@ -30,9 +33,10 @@
 #include <trace/events/ksm.h>
 
 /*
- * Smart scan, on mainline's schedule. Each visit of a page that is not KSM
- * makes it one older (the count stops at SP_ST_AGE_MAX: from age 9 on the
- * schedule no longer changes). Pages younger than 3 visits are always
+ * Smart scan, on the 6.12 implementation's schedule, so that pages_scanned
+ * and pages_skipped count as they did. Each visit of a page that is not
+ * KSM makes it one older (the count stops at SP_ST_AGE_MAX: from age 9 on
+ * the schedule stays the same). Pages younger than 3 visits are always
  * read. After that, a visit that finds no skip left reads the page and
  * grants the next visits as skips, more of them the older the page: an
  * unchanged unique page is read at visits 1 to 4, 6, 9, 14, then every
@@ -75,8 +79,8 @@ static unsigned long sp_smart_age(unsigned long st, bool *skip)
  * says whether @hash was taken write-protected (walk.c). @old is its
  * entry before the visit: a clean page's usually stays as it was.
  */
-static void sp_keep(struct sp_slot *slot, unsigned long vpn, void *old,
-		    u64 hash, bool cand, unsigned long st)
+static void sp_note_unmerged(struct sp_slot *slot, unsigned long vpn,
+			     void *old, u64 hash, bool cand, unsigned long st)
 {
 	void *new = xa_mk_value(sp_st_set_wp(sp_st_make(hash, cand,
 							 sp_st_age(st),
@@ -88,13 +92,13 @@ static void sp_keep(struct sp_slot *slot, unsigned long vpn, void *old,
 }
 
 /*
- * What the merge tracepoints give as mainline's rmap_item: a value that
- * names the mapping, the same that sp_knode_free() gives when the mapping
- * goes with its KSM page.
+ * What the merge tracepoints carry in their rmap_item field: a value that
+ * names the mapping, the same that sp_knode_free() gives
+ * ksm_remove_rmap_item when the mapping goes with its KSM page.
  */
 static void *sp_trace_item(struct sp_slot *slot, unsigned long addr)
 {
-	return (void *)(long)sp_where(slot->id, addr >> PAGE_SHIFT);
+	return (void *)(long)sp_loc(slot->id, addr >> PAGE_SHIFT);
 }
 
 struct sp_merge_req {
@@ -177,11 +181,11 @@ static struct page *sp_get_page_at(struct mm_struct *mm, unsigned long addr)
 
 /*
  * An all-zero page becomes the zero page of its address, when so
- * configured: tried, as in mainline, only for a page whose hash is the
- * zero page's, and traced at every attempt
- * with the zero page's pfn. The visit is done when it merged or the VMA
- * has gone. Its entry stays, not a candidate, until the next pass's walk
- * passes the address, as mainline's rmap_item does.
+ * configured: tried only for a page whose hash is the zero page's, and
+ * traced at every attempt with the zero page's pfn. The visit is done
+ * when it merged or the VMA has gone. Its entry stays, not a candidate,
+ * until the next pass's walk finds no page at the address and forgets it;
+ * till then ksm_rmap_items in /proc/PID/ksm_stat counts it.
  */
 static bool sp_try_zero(struct sp_slot *slot, unsigned long addr,
 			struct page *page, bool held, u64 hash)
@@ -274,6 +278,7 @@ static bool sp_try_stable(struct sp_slot *slot, unsigned long addr,
 		return false;
 	do {
 		head = sp_stable_find(&sp_stable, key, slot->dom, page);
+		sp_knode_reap();
 		node = head ? sp_chain_pick(head, nid) : NULL;
 		if (!node)
 			return false;
@@ -328,7 +333,10 @@ static bool sp_merge_pair(struct sp_slot *slot, unsigned long addr,
 		tr.kpage = &fresh->page;
 	}
 	err = sp_merge_at(slot->mm, addr, &r);
-	/* Mainline traces the first page of a pair as merged into none. */
+	/*
+	 * The first page of a pair is traced as merged into no KSM page, as
+	 * ksm_merge_with_ksm_page has always reported it.
+	 */
 	trace_ksm_merge_with_ksm_page(NULL, page_to_pfn(page),
 				      sp_trace_item(slot, addr), slot->mm, err);
 	if (err) {
@@ -337,14 +345,16 @@ static bool sp_merge_pair(struct sp_slot *slot, unsigned long addr,
 		goto fail;
 	}
 	sp_stable_add(&sp_stable, node, r.kpage ?: page);
+	sp_knode_reap();
 
 	err = sp_merge_at(t->mm, taddr, &tr);
 	trace_ksm_merge_with_ksm_page(tr.kpage, page_to_pfn(tr.kpage),
 				      sp_trace_item(t, taddr), t->mm, err);
 	/*
-	 * Linked first, the candidate's mapping is the one a teardown does
-	 * not trace, as in mainline (where it ends last on the node's list).
-	 * The array has room for both: linking fails only on the xarray.
+	 * Linked first, the candidate's mapping is the one whose teardown
+	 * sp_knode_free() does not trace: the mapping ksm_remove_rmap_item
+	 * has always left out. The array has room for both: linking fails
+	 * only on the xarray.
 	 */
 	kfolio = page_folio(tr.kpage);
 	folio_lock(kfolio);
@@ -407,8 +417,8 @@ static enum sp_pair sp_pair_with(struct sp_slot *slot, unsigned long addr,
 		return other ? SP_PAIR_NO : SP_PAIR_GONE;
 	/*
 	 * An entry whose page is no candidate now (changed, merged, unmapped)
-	 * is stale; one that is a candidate of another hash, sharing twelve
-	 * bits of this one, is not.
+	 * is stale; one that is a candidate of another hash, offered because
+	 * its key has the same low eight bits (all a mark keeps), is not.
 	 */
 	e = xa_load(&t->pages, tvpn);
 	st = xa_is_value(e) ? xa_to_value(e) : 0;
@@ -544,6 +554,7 @@ bool sp_visit(struct sp_slot *slot, unsigned long addr, struct page *page,
 	unsigned long st;
 	u64 hash;
 
+	lockdep_assert_held(&sp_mutex);
 	if (entry && !xa_is_value(entry)) {
 		if (folio_test_ksm(folio) && sp_folio_node(folio) == entry)
 			return true;
@@ -567,7 +578,7 @@ bool sp_visit(struct sp_slot *slot, unsigned long addr, struct page *page,
 	if (!entry || !sp_st_hash_is(st, hash)) {
 		/* New or changed, it may be a candidate next pass. */
 		sp_cands.want++;
-		sp_keep(slot, vpn, entry, hash, false, st);
+		sp_note_unmerged(slot, vpn, entry, hash, false, st);
 		return true;
 	}
 	held = sp_st_wp(st);
@@ -576,7 +587,7 @@ bool sp_visit(struct sp_slot *slot, unsigned long addr, struct page *page,
 	else if (sp_try_stable(slot, addr, page, held, sp_key(slot, hash)) ||
 		 sp_try_candidates(slot, addr, page, held, hash, &cand))
 		return true;
-	sp_keep(slot, vpn, entry, hash, cand, st);
+	sp_note_unmerged(slot, vpn, entry, hash, cand, st);
 	return true;
 }
 

@@ -1,16 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * samepage walk: finding the pages ksmd visits next, a page table at a
+ * KSM walk: finding the pages ksmd visits next, a page table at a
  * time.
  *
  * Finding the next pages: one walk of the cursor's mm, under one hold of
  * its mmap_lock and one of each PTE table's lock, takes a reference on up
  * to SP_GATHER present pages in address order. They are visited after the
- * lock is dropped, as a single page was: each visit copes with a page
- * unmapped or changed meanwhile. So a batch pays one walk setup per
- * SP_GATHER pages rather than one per page.
+ * locks are dropped: each visit copes with a page unmapped or changed
+ * meanwhile. So a batch pays one walk setup per SP_GATHER pages rather
+ * than one per page.
  *
- * Clean pages. A page seen for the first time, or one that stayed
+ * Layering (see samepage.h): calls into core.c.
+ */
+
+/**
+ * DOC: Clean pages
+ *
+ * A page seen for the first time, or one that stayed
  * unchanged over a pass and found no pair (a candidate), is
  * write-protected and cleaned by the walk before its hash is taken, as
  * mprotect() would: one mmu_notifier range, one hold of the PTE lock and
@@ -107,8 +113,8 @@ static u8 sp_clean_state(struct xa_state *xas, struct vm_area_struct *vma,
  * folio is taken alone, and ends the walk: splitting the folio, which its
  * merging needs, fails while ksmd holds more than one reference to it.
  */
-static int sp_take(struct sp_found *f, struct page *page, unsigned long addr,
-		   u8 how)
+static int sp_found_add(struct sp_found *f, struct page *page,
+			unsigned long addr, u8 how)
 {
 	struct folio *folio = page_folio(page);
 
@@ -124,8 +130,9 @@ static int sp_take(struct sp_found *f, struct page *page, unsigned long addr,
 /*
  * Write-protect and clean the PTE at @ptep (PTE lock held) if it still
  * maps @page; true if it did and *@flush is now due. Any dirtiness goes
- * to the folio, as mainline's write_protect_page() and page_mkclean()
- * hand it on.
+ * to the folio, as try_to_unmap_one() and folio_clear_dirty_for_io()
+ * hand it on: reclaim frees a clean folio of the swap cache without
+ * writing it.
  */
 static bool sp_protect_pte(struct vm_area_struct *vma, pte_t *ptep,
 			   unsigned long addr, struct page *page, bool *flush)
@@ -162,13 +169,15 @@ static bool sp_unpinned(struct page *page)
 
 /*
  * Leave PTE table @table one writable PTE if it has one (PTE lock held):
- * khugepaged and MADV_COLLAPSE collapse only a range that has one, and
- * mainline never takes the last from a range of unmerged pages. So when
- * every writable PTE of the table is one the walk wants protected, the
- * first of those stays as it is (and is read at every visit).
+ * khugepaged and MADV_COLLAPSE collapse only a range that has one
+ * (__collapse_huge_page_isolate() refuses one without: SCAN_PAGE_RO), and
+ * protecting pages that are not merged must not keep a range from
+ * collapsing. So when every writable PTE of the table is one the walk
+ * wants protected, the first of those stays as it is (and is read at
+ * every visit).
  */
-static void sp_keep_writable(pte_t *table, struct sp_found *f,
-			     unsigned int first, unsigned int last)
+static void sp_leave_one_writable(pte_t *table, struct sp_found *f,
+				  unsigned int first, unsigned int last)
 {
 	unsigned long addr = f->addr[first] & PMD_MASK;
 	unsigned int i = first, keep = f->nr;
@@ -225,7 +234,7 @@ static void sp_protect_table(struct mm_walk *walk, pmd_t *pmdp,
 	mmu_notifier_invalidate_range_start(&range);
 	base = pte_offset_map_lock(walk->mm, pmdp, start, &ptl);
 	if (base) {
-		sp_keep_writable(base - pte_index(start), f, first, last);
+		sp_leave_one_writable(base - pte_index(start), f, first, last);
 		for (i = first; i <= last; i++) {
 			if (!(f->how[i] & SP_FOUND_WANT))
 				continue;
@@ -257,9 +266,9 @@ static int sp_pmd_huge(pmd_t *pmdp, unsigned long addr, struct mm_walk *walk)
 		ret = 0;
 		page = vm_normal_page_pmd(walk->vma, addr & PMD_MASK, pmd);
 		if (page && sp_scannable(page))
-			ret = sp_take(walk->private,
-				      page + ((addr & ~PMD_MASK) >> PAGE_SHIFT),
-				      addr, 0);
+			ret = sp_found_add(walk->private,
+					   page + ((addr & ~PMD_MASK) >> PAGE_SHIFT),
+					   addr, 0);
 	}
 	spin_unlock(ptl);
 	return ret;
@@ -302,7 +311,7 @@ static int sp_pmd_entry(pmd_t *pmdp, unsigned long addr, unsigned long end,
 		folio = page_folio(page);
 		how = folio_test_large(folio) || folio_test_ksm(folio) ? 0 :
 		      sp_clean_state(&xas, walk->vma, pte, addr);
-		ret = sp_take(f, page, addr, how);
+		ret = sp_found_add(f, page, addr, how);
 	}
 	rcu_read_unlock();
 	pte_unmap_unlock(start, ptl);
@@ -316,28 +325,35 @@ static const struct mm_walk_ops sp_walk_ops = {
 };
 
 /**
- * sp_find_in_mm - gather the next pages of the cursor's mm
- * @mm: the mm of the cursor's slot; mmap_lock held for reading
+ * sp_find_in_mm - gather the next pages of an mm
+ * @mm: the mm; mmap_lock held for reading
+ * @from: the address to start at
  * @f: where the pages go, each referenced; @f->nr pages, at most @f->max,
  *     with what the walk learnt of each in @f->how
  *
  * The walk ends at the end of the mm or when @f is full.
+ *
+ * Return: whether the walk met a mergeable VMA.
  */
-void sp_find_in_mm(struct mm_struct *mm, struct sp_found *f)
+bool sp_find_in_mm(struct mm_struct *mm, unsigned long from,
+		   struct sp_found *f)
 {
-	VMA_ITERATOR(vmi, mm, sp_cur.addr);
+	VMA_ITERATOR(vmi, mm, from);
 	struct vm_area_struct *vma;
+	bool saw_vma = false;
 
+	lockdep_assert_held(&sp_mutex);
 	for_each_vma(vmi, vma) {
 		if (!(vma->vm_flags & VM_MERGEABLE))
 			continue;
-		sp_cur.saw_vma = true;
+		saw_vma = true;
 		if (!vma->anon_vma)
 			continue;
-		if (walk_page_range_vma(vma, max(sp_cur.addr, vma->vm_start),
+		if (walk_page_range_vma(vma, max(from, vma->vm_start),
 					vma->vm_end, &sp_walk_ops, f) > 0)
-			return;
+			break;
 		if (!atomic_read(&mm->mm_users))
-			return;
+			break;
 	}
+	return saw_vma;
 }

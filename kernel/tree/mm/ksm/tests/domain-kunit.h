@@ -2,7 +2,8 @@
 /*
  * KUnit tests of merge domains: what a slot's domain and salt are under
  * each setting, and that the salt keeps equal content of different
- * domains apart in the index while "system" leaves keys as they were.
+ * domains apart in the index while under "system" a key is the content
+ * hash itself.
  * Included from domain.c.
  */
 #include <kunit/test.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * KUnit tests of the samepage index: the page hash, the candidate table
+ * KUnit tests of the KSM index: the page hash, the candidate table
  * and the stable table. Included from index.c.
  */
 #include <kunit/test.h>
@@ -181,7 +181,7 @@ static void sp_test_cand_basic(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, vpn, 0xabcdeUL);
 	KUNIT_EXPECT_FALSE(test, sp_probe_next(&p, &id, &vpn));
 
-	/* A different tag is never offered. */
+	/* A hash of another mark is never offered. */
 	sp_probe_start(&p, &t, 0x1235);
 	KUNIT_EXPECT_FALSE(test, sp_probe_next(&p, &id, &vpn));
 

@@ -102,8 +102,8 @@ static void sp_test_forget_range(struct kunit *test)
 }
 
 /*
- * Smart scan follows mainline's schedule: an unchanged unique page is read
- * at visits 1 to 4, 6, 9, 14 and then every ninth; the others are skips.
+ * Smart scan's schedule: an unchanged unique page is read at visits 1 to
+ * 4, 6, 9, 14 and then every ninth; the others are skips.
  */
 static void sp_test_smart_schedule(struct kunit *test)
 {
