@@ -50,7 +50,7 @@ guest: deps
 
 test: deps
 	@$(S)/build-kernel.sh $(FLAVOUR)
-	@$(S)/export-series.sh --check
+	@$(S)/export-series.sh --check $(FLAVOUR)
 	@$(S)/build-guest.sh
 	@$(RUN_ENV) $(S)/run-tests.sh $(FLAVOUR)
 

@@ -79,4 +79,7 @@ note "building $flavour kernel in $obj"
 "${mk[@]}" bzImage
 cp "$obj/arch/x86/boot/bzImage" "$out/bzImage"
 cp "$obj/.config" "$out/config"
+# The source tree the image was built from, for the drift check of make
+# test (export-series.sh --check).
+git -C "$src" rev-parse HEAD^{tree} > "$out/tree"
 note "$out/bzImage"

@@ -1,6 +1,6 @@
 #!/bin/bash
-# export-series.sh [--check]: generate the patch series from kernel/ and
-# check it.
+# export-series.sh [--check FLAVOUR]: generate the patch series from
+# kernel/ and check it.
 #
 # Each file of kernel/series/ is one patch: header lines naming what it
 # takes from kernel/ ("Subject:", then "Tree:" new files, "Diff:" diffs
@@ -8,13 +8,15 @@
 # the commit message. The commits are made in build/src's object store
 # with fixed author and date, so the same sources give the same series.
 #
-# Checked every time (--check, which make test runs, stops there): the
-# files of mm/ksm/ call each other without a cycle, as their headers say
-# (ksm-layers.py); every input of kernel/ is taken by exactly one patch;
-# the series, exported
-# with git format-patch, applies with git am to pristine; and its tip is
-# the very tree make test built (build/src-ksm, laid from kernel/).
-# Then, for make series: the patches and a cover letter in build/series/
+# Checked every time: the files of mm/ksm/ call each other without a
+# cycle, as their headers say (ksm-layers.py); every input of kernel/ is
+# taken by exactly one patch; the series, exported with git format-patch,
+# applies with git am to pristine and gives the tree of kernel/. With
+# --check FLAVOUR, which make test runs after building that kernel, it
+# stops there, and that tree must also be the one build/FLAVOUR/bzImage
+# was built from: a drift fails the run.
+#
+# Otherwise (make series): the patches and a cover letter in build/series/
 # (with a range-diff against PREV=REV, a commit of this repository, or
 # the newest tag series-v*), checkpatch --strict on each patch,
 # scripts/kernel-doc -Wall on every new source file, and with CHECK=build
@@ -23,6 +25,11 @@ set -euo pipefail
 . "$(dirname "$0")/common.sh"
 
 mode=${1:-full}
+built=
+if [ "$mode" = --check ]; then
+	built=$BUILD/${2:?usage: export-series.sh [--check FLAVOUR]}/tree
+	[ -f "$built" ] || die "no $built: build the kernel first"
+fi
 out=$BUILD/series
 am=$BUILD/series-am
 
@@ -80,12 +87,18 @@ python3 "$TOP/scripts/ksm-layers.py" "$KERNEL/tree/mm/ksm" > "$BUILD/ksm-layers.
 	cat "$BUILD/ksm-layers.txt"
 	die "mm/ksm/: a cycle between files, or a header that says otherwise"
 }
-"$TOP/scripts/lay-tree.sh"
-want=$(git -C "$SRC_KSM" rev-parse HEAD^{tree})
+if [ -n "$built" ]; then
+	want=$(git -C "$SRC_STOCK" rev-parse "$("$TOP/scripts/kernel-commit.sh")^{tree}")
+	[ "$(cat "$built")" = "$want" ] ||
+		die "kernel/ changed since $(dirname "${built#"$BUILD"/}")'s kernel was built: the tests would not test it"
+else
+	"$TOP/scripts/lay-tree.sh"
+	want=$(git -C "$SRC_KSM" rev-parse HEAD^{tree})
+fi
 check_inputs "$KERNEL"
 tip=$(make_series "$KERNEL")
 [ "$(git -C "$SRC_STOCK" rev-parse "$tip^{tree}")" = "$want" ] ||
-	die "the series' tip differs from build/src-ksm (a bug of this script)"
+	die "the series' tip differs from the tree of kernel/ (a bug of this script)"
 n=$(git -C "$SRC_STOCK" rev-list --count "pristine..$tip")
 
 rm -rf "$out"
@@ -102,7 +115,7 @@ git -C "$am" clean -q -fd
 fixed_date git -C "$am" am -q "${patches[@]}" ||
 	die "the exported series does not apply to pristine with git am"
 [ "$(git -C "$am" rev-parse HEAD^{tree})" = "$want" ] ||
-	die "git am of the export gives another tree than build/src-ksm"
+	die "git am of the export gives another tree than kernel/ describes"
 if [ "$mode" = --check ]; then
 	echo "series: $n patches from kernel/, each input once; git am on pristine gives the tested tree; mm/ksm/ layered without a cycle"
 	exit 0

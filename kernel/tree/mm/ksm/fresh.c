@@ -10,7 +10,7 @@
  * bits in the victim's now shared page.
  *
  * With use_fresh_pages set, a new KSM page gets a frame of its own, taken
- * at random from a per-node pool of SP_POOL_SIZE free pages that ksmd
+ * at random from a per-NUMA-node pool of SP_POOL_SIZE free pages that ksmd
  * allocated at earlier merges (VUsion, SOSP 2017). The first page of the
  * pair is copied into it once write-protected (sp_merge_fresh()) and
  * mapped there; the second is merged into it as into any KSM page, after
@@ -23,7 +23,7 @@
  * The new frame is charged to the memory cgroup of the mm whose page is
  * merged first, as that page was, and counts in kernel_pages_allocated
  * and against max_kernel_pages like any KSM page. The pool holds
- * SP_POOL_SIZE pages per node while the setting is on, and is freed when
+ * SP_POOL_SIZE pages per NUMA node while the setting is on, and is freed when
  * it is turned off and when memory goes offline (hotplug.c).
  *
  * Locking: the pool and its array are ksmd's, under sp_mutex, which the
@@ -46,7 +46,7 @@
 
 bool sp_use_fresh_pages;
 
-/* sp_pool[nid][i]: the free frames of node nid, NULL where none. */
+/* sp_pool[nid][i]: the free frames of NUMA node nid, NULL where none. */
 static struct folio *(*sp_pool)[SP_POOL_SIZE];
 
 static struct folio *sp_pool_alloc(int nid)
@@ -71,7 +71,7 @@ static bool sp_pool_fill(void)
 }
 
 /*
- * A frame for node @nid: the one in a slot drawn at random, which is
+ * A frame for NUMA node @nid: the one in a slot drawn at random, which is
  * refilled at once. An empty slot (its refill failed) gives no frame
  * rather than one fresh from the allocator, whose choice is predictable.
  */
@@ -116,7 +116,7 @@ void sp_fresh_drain(void)
  *
  * The folio is a KSM folio of @node, empty, off the LRU and mapped
  * nowhere: sp_merge_fresh() fills it and puts it on the LRU. With
- * merge_across_nodes off the frame is on @page's node, or there is none.
+ * merge_across_nodes off the frame is on @page's NUMA node, or there is none.
  *
  * Return: the folio, with a reference for the caller, or NULL.
  */

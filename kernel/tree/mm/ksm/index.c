@@ -241,8 +241,8 @@ static bool sp_cand_alloc(struct sp_cand_table *t, unsigned int bits)
  * changed, which may be unchanged at this pass's visit; not the merged
  * ones. That is at most a load of two thirds, where a probe that finds
  * nothing reads five marks on average, all of them in one or two cache
- * lines; a table twice that size would cost ten bytes more a page for
- * half those reads. The table is reallocated only when that size doubles
+ * lines; a table twice that size would cost fifteen bytes more a page
+ * (an entry is ten) for about a third of those reads. The table is reallocated only when that size doubles
  * or falls to a quarter. When a larger table cannot be had, the old one
  * is kept and fewer pages become candidates.
  */

@@ -12,7 +12,7 @@ struct sp_test_ctx {
 	struct sp_stats saved;
 };
 
-static int sp_scan_test_init(struct kunit *test)
+static int sp_visit_test_init(struct kunit *test)
 {
 	struct sp_test_ctx *c = kunit_kzalloc(test, sizeof(*c), GFP_KERNEL);
 
@@ -27,7 +27,7 @@ static int sp_scan_test_init(struct kunit *test)
 	return 0;
 }
 
-static void sp_scan_test_exit(struct kunit *test)
+static void sp_visit_test_exit(struct kunit *test)
 {
 	struct sp_test_ctx *c = test->priv;
 
@@ -144,8 +144,8 @@ static struct kunit_case sp_scan_cases[] = {
 
 static struct kunit_suite sp_visit_suite = {
 	.name = "ksm_page_state",
-	.init = sp_scan_test_init,
-	.exit = sp_scan_test_exit,
+	.init = sp_visit_test_init,
+	.exit = sp_visit_test_exit,
 	.test_cases = sp_scan_cases,
 };
 
