@@ -151,7 +151,7 @@ bad=0
 # FILE_PATH_CHANGES asks whether MAINTAINERS needs a new entry for new
 # files; mm/ has one MAINTAINERS section that already covers mm/ksm/.
 cp_opts=(--strict -q --ignore FILE_PATH_CHANGES)
-export PATH=/usr/bin:$PATH	# checkpatch's SPDX check needs python3-ply
+export PATH=/usr/bin:$PATH	# checkpatch's SPDX check: python3-ply, python3-git
 for p in "${patches[@]}"; do
 	if ! (cd "$am" && ./scripts/checkpatch.pl "${cp_opts[@]}" "$p" >/dev/null 2>&1); then
 		(cd "$am" && ./scripts/checkpatch.pl "${cp_opts[@]}" --terse "$p") || true

@@ -9,7 +9,7 @@ i386=
 [ "${1:-}" = i386 ] && i386=1
 pkgs=(linux-source-6.12 build-essential flex bison bc libelf-dev libssl-dev
       cpio xz-utils gzip file ccache qemu-system-x86 busybox-static
-      libnuma-dev gnuplot-nox git python3-ply procps)
+      libnuma-dev gnuplot-nox git python3-ply python3-git procps)
 [ -z "$i386" ] || pkgs+=(gcc-multilib)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -242,9 +242,10 @@ static bool sp_cand_alloc(struct sp_cand_table *t, unsigned int bits)
  * ones. That is at most a load of two thirds, where a probe that finds
  * nothing reads five marks on average, all of them in one or two cache
  * lines; a table twice that size would cost fifteen bytes more a page
- * (an entry is ten) for about a third of those reads. The table is reallocated only when that size doubles
- * or falls to a quarter. When a larger table cannot be had, the old one
- * is kept and fewer pages become candidates.
+ * (an entry is ten) for about a third of those reads. The table is
+ * reallocated only when that size doubles or falls to a quarter. When a
+ * larger table cannot be had, the old one is kept and fewer pages become
+ * candidates.
  */
 void sp_cand_reset(struct sp_cand_table *t)
 {
