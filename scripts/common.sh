@@ -53,10 +53,18 @@ fixed_date() {
 	GIT_COMMITTER_DATE='2024-11-17 00:00:00 +0000' "$@"
 }
 
-# worktree_dirty DIR: list what the git worktree DIR holds beyond its HEAD
-# (edits, new files); the object trees (obj-*) are ignored.
+# worktree_new DIR: the files of the git worktree DIR that git does not
+# track, whatever the tree's .gitignore says (Debian's ignores everything
+# at the top level), but for the object trees (obj-*) and our stamps.
+worktree_new() {
+	git -C "$1" ls-files --others --exclude='/obj*/' --exclude='/.samepage-*'
+}
+
+# worktree_dirty DIR: list what the git worktree DIR holds beyond its HEAD:
+# edits, and new files.
 worktree_dirty() {
-	git -C "$1" status --porcelain --untracked-files=all
+	git -C "$1" status --porcelain --untracked-files=no
+	worktree_new "$1" | sed 's/^/?? /'
 }
 
 # index_add KDIR KIND PATH: take one input of the tree (see kernel_files)

@@ -17,7 +17,7 @@ fi
 dirty=$(worktree_dirty "$SRC_KSM")
 if [ -n "$dirty" ]; then
 	printf '%s\n' "$dirty" | head -n 20 >&2
-	die "build/src-ksm has edits that kernel/ does not: 'make refresh' takes them into kernel/, 'git -C build/src-ksm checkout -f samepage && git -C build/src-ksm clean -fd' drops them"
+	die "build/src-ksm has edits that kernel/ does not: 'make refresh' takes them into kernel/, 'git -C build/src-ksm reset -q --hard' and deleting the new files (??) drop them"
 fi
 commit=$("$TOP/scripts/kernel-commit.sh")
 cd "$SRC_KSM"

@@ -18,11 +18,12 @@ newdiff=${1:-}
 [ -n "$(worktree_dirty "$SRC_KSM")" ] || { note "build/src-ksm has no edits"; exit 0; }
 
 cd "$SRC_KSM"
-export GIT_INDEX_FILE
-GIT_INDEX_FILE=$(mktemp "$BUILD/.index.XXXXXX")
-trap 'rm -f "$GIT_INDEX_FILE"' EXIT
+idx=$(mktemp "$BUILD/.index.XXXXXX")
+trap 'rm -f "$idx"' EXIT
+export GIT_INDEX_FILE=$idx
 git read-tree HEAD
 git add -A .
+worktree_new . | tr '\n' '\0' | xargs -0r git add -f --
 want=$(git write-tree)
 
 # owner PATH: the diff of kernel/diffs/ that edits PATH, if any.
@@ -30,27 +31,38 @@ owner() {
 	grep -lxF "diff --git a/$1 b/$1" "$KERNEL"/diffs/*.diff 2>/dev/null | head -n 1 || true
 }
 
+# First gather, into a new tree/ and the lists below, and check: nothing
+# in kernel/ changes unless all of it can.
+newtree=$(mktemp -d "$BUILD/.tree.XXXXXX")
+trap 'rm -f "$idx"; rm -rf "$newtree"' EXIT
 declare -A paths=()	# diff file -> the pristine paths it owns
+removed=()
 for d in "$KERNEL"/diffs/*.diff; do
 	paths[$d]=$(sed -n 's|^diff --git a/\(.*\) b/.*|\1|p' "$d")
 done
-rm -rf "$KERNEL/tree"
 while IFS=$'\t' read -r st path; do
 	case $st in
 	A)
-		mkdir -p "$KERNEL/tree/$(dirname "$path")"
-		cp -p "$path" "$KERNEL/tree/$path" ;;
+		mkdir -p "$newtree/$(dirname "$path")"
+		cp -p "$path" "$newtree/$path" ;;
 	M)
 		[ -n "$(owner "$path")" ] && continue
-		[ -n "$newdiff" ] || die "$path: no diff of kernel/diffs owns it; name one: make refresh DIFF=topic.diff"
+		[ -n "$newdiff" ] || die "$path: no diff of kernel/diffs owns it; name one: make refresh DIFF=topic.diff (nothing was changed)"
 		paths[$KERNEL/diffs/$newdiff]+=$'\n'"$path"
 		note "$path: now in diffs/$newdiff" ;;
 	D)
-		grep -qxF "$path" "$KERNEL/removed" || { echo "$path" >> "$KERNEL/removed"; note "$path: now in kernel/removed"; } ;;
+		grep -qxF "$path" "$KERNEL/removed" || removed+=("$path") ;;
 	*)
-		die "$path: status $st not understood" ;;
+		die "$path: status $st not understood (nothing was changed)" ;;
 	esac
 done < <(git diff --cached --no-renames --name-status pristine)
+
+rm -rf "$KERNEL/tree"
+mv "$newtree" "$KERNEL/tree"
+for path in "${removed[@]}"; do
+	echo "$path" >> "$KERNEL/removed"
+	note "$path: now in kernel/removed"
+done
 for d in "${!paths[@]}"; do
 	mapfile -t own < <(grep -v '^$' <<<"${paths[$d]}")
 	git diff --cached pristine -- "${own[@]}" > "$d"
