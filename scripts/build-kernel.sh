@@ -21,7 +21,8 @@ obj=$src/obj-$flavour
 out=$BUILD/$flavour
 frag=$TOP/kernel/config/samepage.config
 
-"$TOP/scripts/prepare-tree.sh"
+# The series' trees are laid by export-series.sh; every other is from here.
+[ "$flavour" = series ] || "$TOP/scripts/prepare-tree.sh"
 
 arch=x86_64
 case $flavour in
