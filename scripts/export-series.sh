@@ -132,7 +132,7 @@ if [ -n "$prev" ]; then
 	{ echo "Changes since the export at $prev:"; echo
 	  git -C "$SRC_STOCK" range-diff --no-color "pristine..$ptip" "pristine..$tip"; } > "$rd"
 else
-	echo "No earlier export to compare with (PREV=REV names one)." > "$rd"
+	: > "$rd"	# no earlier export in this form: nothing to compare
 fi
 cover=$(ls "$out"/0000-*.patch)
 awk -v subj="$(head -n 1 "$KERNEL/cover-letter")" -v body="$KERNEL/cover-letter" -v rd="$rd" '
@@ -141,8 +141,11 @@ awk -v subj="$(head -n 1 "$KERNEL/cover-letter")" -v body="$KERNEL/cover-letter"
 		getline l < body	# the subject line
 		getline l < body	# the blank line after it
 		while ((getline l < body) > 0) print l
-		print ""
-		while ((getline l < rd) > 0) print l
+		if ((getline l < rd) > 0) {
+			print ""
+			print l
+			while ((getline l < rd) > 0) print l
+		}
 		next
 	}
 	{ print }' "$cover" > "$cover.new" && mv "$cover.new" "$cover"
