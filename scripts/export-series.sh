@@ -81,6 +81,9 @@ check_inputs() {
 	[ -z "$dup" ] || die "taken by more than one patch: $dup"
 	[ -z "$missing" ] || die "taken by no patch of kernel/series: $missing"
 	[ -z "$extra" ] || die "kernel/series names what kernel/ does not have: $extra"
+	# Each pristine file is edited by one diff only.
+	dup=$(sed -n 's|^diff --git a/\(.*\) b/.*|\1|p' "$1"/diffs/*.diff | LC_ALL=C sort | uniq -d)
+	[ -z "$dup" ] || die "edited by more than one diff of kernel/diffs: $dup"
 }
 
 python3 "$TOP/scripts/ksm-layers.py" "$KERNEL/tree/mm/ksm" > "$BUILD/ksm-layers.txt" || {
@@ -103,7 +106,7 @@ n=$(git -C "$SRC_STOCK" rev-list --count "pristine..$tip")
 
 rm -rf "$out"
 mkdir -p "$out"
-git -C "$SRC_STOCK" format-patch -q --cover-letter --base=pristine \
+fixed_date git -C "$SRC_STOCK" format-patch -q --cover-letter --base=pristine \
 	-o "$out" "pristine..$tip"
 mapfile -t patches < <(ls "$out"/0*.patch | grep -v '/0000-')
 
@@ -172,14 +175,24 @@ echo "exported $n patches and a cover letter to $out: git am on pristine gives t
 echo "checkpatch --strict: clean; kernel-doc -Wall: clean (${#srcs[@]} files)"
 
 [ "${CHECK:-}" = build ] || exit 0
-# Every patch must build: the test configuration, in build/series-am,
-# patch after patch (kbuild rebuilds what each one reaches).
+# Every patch must build, without a warning: the test configuration, in
+# build/series-am, patch after patch (kbuild rebuilds what each reaches).
+# CHECK_FROM=N starts at patch N.
 i=0
+from=${CHECK_FROM:-1}
 for c in $(git -C "$SRC_STOCK" rev-list --reverse "pristine..$tip"); do
 	i=$((i + 1))
+	[ "$i" -ge "$from" ] || continue
 	git -C "$am" checkout -q -f --detach "$c"
-	note "building after patch $i/$n: $(git -C "$am" log -1 --format=%s)"
-	SERIES_SRC=$am "$TOP/scripts/build-kernel.sh" series >/dev/null ||
-		die "the tree does not build after patch $i: $(git -C "$am" log -1 --format=%s)"
+	subj=$(git -C "$am" log -1 --format=%s)
+	note "building after patch $i/$n: $subj"
+	log=$BUILD/logs/series/build-$i.log
+	mkdir -p "$(dirname "$log")"
+	SERIES_SRC=$am "$TOP/scripts/build-kernel.sh" series > "$log" 2>&1 ||
+		die "the tree does not build after patch $i ($subj): $log"
+	if grep -q 'warning:' "$log"; then
+		grep 'warning:' "$log" >&2
+		die "warnings after patch $i ($subj): $log"
+	fi
 done
-echo "CHECK=build: the tree builds after each of the $n patches"
+echo "CHECK=build: the tree builds without a warning after each of patches $from to $n"
