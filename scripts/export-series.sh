@@ -27,6 +27,7 @@ set -euo pipefail
 mode=${1:-full}
 built=
 if [ "$mode" = --check ]; then
+	out=$BUILD/series-check	# make test leaves make series' export alone
 	built=$BUILD/${2:?usage: export-series.sh [--check FLAVOUR]}/tree
 	[ -f "$built" ] || die "no $built: build the kernel first"
 fi
