@@ -26,13 +26,13 @@ set -euo pipefail
 
 mode=${1:-full}
 built=
+out=$BUILD/series
+am=$BUILD/series-am
 if [ "$mode" = --check ]; then
 	out=$BUILD/series-check	# make test leaves make series' export alone
 	built=$BUILD/${2:?usage: export-series.sh [--check FLAVOUR]}/tree
 	[ -f "$built" ] || die "no $built: build the kernel first"
 fi
-out=$BUILD/series
-am=$BUILD/series-am
 
 # make_series KDIR: commit each patch of KDIR/series/ on pristine; print
 # the tip.
