@@ -153,28 +153,42 @@ static void sp_unshare_at(struct sp_slot *slot, unsigned long addr)
 	mmap_read_unlock(slot->mm);
 }
 
+/* May a page of @folio be paired: anonymous, not KSM yet, ordinary memory? */
+static bool sp_folio_pairable(struct folio *folio)
+{
+	return folio_test_anon(folio) && !folio_test_ksm(folio) &&
+	       !folio_is_zone_device(folio);
+}
+
 /*
- * Reference the page at @addr of @mm if it may be merged (anonymous, not
- * KSM); mmap_lock is taken for reading, and the PTE lock by the walk.
+ * The page mapped at @addr of @vma if it may be paired, referenced, or
+ * NULL; mmap_lock held, the PTE lock taken by the folio walk.
  */
+static struct page *sp_pairable_page(struct vm_area_struct *vma,
+				     unsigned long addr)
+{
+	struct folio_walk fw;
+	struct folio *folio = folio_walk_start(&fw, vma, addr, 0);
+	struct page *page;
+
+	if (!folio)
+		return NULL;
+	page = sp_folio_pairable(folio) ? fw.page : NULL;
+	if (page)
+		folio_get(folio);
+	folio_walk_end(&fw, vma);
+	return page;
+}
+
+/* Reference the page at @addr of @mm if it may be merged. */
 static struct page *sp_get_page_at(struct mm_struct *mm, unsigned long addr)
 {
 	struct vm_area_struct *vma;
-	struct page *page = NULL;
-	struct folio_walk fw;
-	struct folio *folio;
+	struct page *page;
 
 	mmap_read_lock(mm);
 	vma = sp_mergeable_vma(mm, addr);
-	folio = vma ? folio_walk_start(&fw, vma, addr, 0) : NULL;
-	if (folio) {
-		if (folio_test_anon(folio) && !folio_test_ksm(folio) &&
-		    !folio_is_zone_device(folio)) {
-			folio_get(folio);
-			page = fw.page;
-		}
-		folio_walk_end(&fw, vma);
-	}
+	page = vma ? sp_pairable_page(vma, addr) : NULL;
 	mmap_read_unlock(mm);
 	return page;
 }
