@@ -15,6 +15,18 @@ JOBS=${JOBS:-$(nproc)}
 die() { echo "error: $*" >&2; exit 1; }
 note() { echo ">> $*" >&2; }
 
+# apt_update: apt-get update, tried three times. A mirror mid-sync fails
+# one index (exit 100) while the others update; after the last try go on
+# with the lists there are: a package truly missing fails the install.
+apt_update() {
+	local try
+	for try in 1 2 3; do
+		apt-get update -qq && return 0
+		[ "$try" = 3 ] || { note "apt-get update failed; trying again in $((try * 20)) s"; sleep $((try * 20)); }
+	done
+	note "apt-get update failed three times; going on with the package lists there are"
+}
+
 # src_of FLAVOR: source tree a kernel flavour builds from.
 src_of() {
 	case $1 in

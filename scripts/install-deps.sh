@@ -4,6 +4,7 @@
 # i386 configuration, never make test): gcc -m32's libraries, and Debian's
 # i386 busybox-static and libnuma-dev, fetched below.
 set -euo pipefail
+. "$(dirname "$0")/common.sh"
 
 i386=
 [ "${1:-}" = i386 ] && i386=1
@@ -20,7 +21,7 @@ export DEBIAN_FRONTEND=noninteractive
 if [ "${#missing[@]}" -gt 0 ]; then
 	echo ">> installing: ${missing[*]}" >&2
 	[ "$(id -u)" = 0 ] || { echo "error: need root to install: ${missing[*]}" >&2; exit 1; }
-	apt-get update -qq
+	apt_update
 	apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
@@ -29,7 +30,6 @@ fi
 # The i386 ones neither: the guest needs only their busybox and libnuma.a,
 # and installing libnuma-dev:i386 would pull in libc6:i386 and upgrade the
 # host's amd64 libraries to stay in step with it.
-. "$(dirname "$0")/common.sh"
 fetch=(ksmtuned)
 if [ -n "$i386" ]; then
 	fetch+=(busybox-static:i386 libnuma-dev:i386)
@@ -37,7 +37,7 @@ if [ -n "$i386" ]; then
 		[ "$(id -u)" = 0 ] || { echo "error: need root for dpkg --add-architecture i386" >&2; exit 1; }
 		echo ">> adding dpkg architecture i386 (for apt-get download)" >&2
 		dpkg --add-architecture i386
-		apt-get update -qq
+		apt_update
 	fi
 fi
 mkdir -p "$BUILD/pkg"
@@ -49,7 +49,7 @@ for p in "${fetch[@]}"; do
 	echo ">> fetching (not installing): $p" >&2
 	if ! (cd "$BUILD/pkg" && apt-get download -qq "$p" 2>/dev/null); then
 		[ "$(id -u)" = 0 ] || { echo "error: cannot fetch $p; as root, apt-get update first" >&2; exit 1; }
-		apt-get update -qq
+		apt_update
 		(cd "$BUILD/pkg" && apt-get download -qq "$p")
 	fi
 done
