@@ -16,6 +16,11 @@
  *   clean_store              plain stores
  *   clean_proc_mem           pwrite() to /proc/self/mem (a forced write
  *                            through get_user_pages())
+ *   clean_proc_mem_ro        the same with A read-only: a forced write
+ *                            reaches the page behind its read-only clean
+ *                            PTE without a fault and leaves it clean
+ *                            (can_follow_write_pte()); A and B must
+ *                            merge within three scans of the write
  *   clean_mprotect_cycle     mprotect() read-only, read-write (which may
  *                            make the PTE writable without a fault), the
  *                            stores, then read-only again: the PTE is
@@ -44,6 +49,7 @@
 #define SEED_B 71
 #define STILL_SCANS 4
 #define MERGE_SCANS 4
+#define RO_MERGE_SCANS 3
 #define NT_PATH "/proc/ksm_notifier_test"
 #define MMU_NOTIFY_PROTECTION_PAGE 3
 _Static_assert(N == 64, "protected_in_log() keeps a bit a page in a long");
@@ -119,28 +125,58 @@ static void test_store(void)
 	ktap_result(checks_passed(), "clean_store");
 }
 
-static void test_proc_mem(void)
+/* pwrite() B's content to A through /proc/self/mem. */
+static void write_proc_mem(char *a)
 {
 	char *buf = b_content();
-	struct regions r;
 	ssize_t done;
 	int fd;
 
-	if (regions_still(&r) && CHECK(buf, "malloc")) {
-		fd = open("/proc/self/mem", O_RDWR);
-		if (CHECK(fd >= 0, "open /proc/self/mem")) {
-			/* 64-bit offsets: on i386 addresses pass 2 GiB. */
-			done = pwrite64(fd, buf, N * page_size,
-					(off64_t)(uintptr_t)r.a);
-			CHECK(done == (ssize_t)(N * page_size), "pwrite: %zd",
-			      done);
-			close(fd);
-		}
-		check_merged(&r);
+	if (!CHECK(buf, "malloc"))
+		return;
+	fd = open("/proc/self/mem", O_RDWR);
+	if (CHECK(fd >= 0, "open /proc/self/mem")) {
+		/* 64-bit offsets: on i386 addresses pass 2 GiB. */
+		done = pwrite64(fd, buf, N * page_size, (off64_t)(uintptr_t)a);
+		CHECK(done == (ssize_t)(N * page_size), "pwrite: %zd", done);
+		close(fd);
 	}
 	free(buf);
+}
+
+static void test_proc_mem(void)
+{
+	struct regions r;
+
+	if (regions_still(&r)) {
+		write_proc_mem(r.a);
+		check_merged(&r);
+	}
 	regions_free(&r);
 	ktap_result(checks_passed(), "clean_proc_mem");
+}
+
+static void test_proc_mem_ro(void)
+{
+	size_t len = N * page_size;
+	struct regions r;
+
+	if (regions_still(&r)) {
+		CHECK(mprotect(r.a, len, PROT_READ) == 0, "mprotect ro");
+		write_proc_mem(r.a);
+		for (int s = 0; s < RO_MERGE_SCANS &&
+				self_merging_pages() < 2 * N; s++)
+			if (!CHECK(ksm_step(), "scan"))
+				break;
+		CHECK(self_merging_pages() == 2 * N,
+		      "ksm_merging_pages %ld of %d within %d scans",
+		      self_merging_pages(), 2 * N, RO_MERGE_SCANS);
+		CHECK(mprotect(r.a, len, PROT_READ | PROT_WRITE) == 0,
+		      "mprotect rw");
+		check_merged(&r);
+	}
+	regions_free(&r);
+	ktap_result(checks_passed(), "clean_proc_mem_ro");
 }
 
 static void test_mprotect_cycle(void)
@@ -270,9 +306,10 @@ static void test_notifier(void)
 int main(void)
 {
 	ksm_save_settings();
-	ktap_plan(5);
+	ktap_plan(6);
 	test_store();
 	test_proc_mem();
+	test_proc_mem_ro();
 	test_mprotect_cycle();
 	test_write_faults();
 	test_notifier();

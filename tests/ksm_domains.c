@@ -23,9 +23,15 @@
  *   domains_change: merge_domain cannot change while pages are merged
  *     (EBUSY, value and content unchanged), takes bad values with EINVAL,
  *     and changes after run=2, after which merging resumes per process.
- *   domains_views: under a private setting memory.ksm_stat of another
- *     cgroup is refused to an unprivileged reader (EPERM), its own is not;
- *     /proc/PID/ksm_stat of another user is refused as in mainline.
+ *   domains_views: memory.ksm_stat of a cgroup holding another user's
+ *     processes is refused to an unprivileged reader (EACCES), under a
+ *     private setting and under "system"; its own is not; /proc/PID/ksm_stat
+ *     of another user is refused as in mainline.
+ *   domains_stat_access: cgroups t/a (uid 1000) and t/b (uid 1001),
+ *     merging under "cgroup": a tenant of t/a may read t/a's figures but
+ *     not t/b's, nor t's, which sum t/b's with its own (subtracting would
+ *     give t/b's); a file opened as uid 1000 and read as root is still
+ *     refused (the opener's credentials count); root reads every one.
  *   fresh_pages: with use_fresh_pages=1 no KSM page is in the frame of a
  *     page that merged into it; content, copy on write, MADV_UNMERGEABLE
  *     and run=2 behave as without it.
@@ -38,6 +44,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "ksmtest.h"
@@ -49,6 +56,23 @@
 #define SCANS		20
 #define CG_A		CGROUP_ROOT "/ksm_dom_a"
 #define CG_B		CGROUP_ROOT "/ksm_dom_b"
+#define CG_T		CGROUP_ROOT "/ksm_dom_t"
+#define CG_TA		CG_T "/a"
+#define CG_TB		CG_T "/b"
+#define STAT		"/memory.ksm_stat"
+
+/* Where child i runs and as whom. */
+struct tenancy {
+	const char *cg[NPROC];
+	uid_t uid[NPROC];
+};
+
+static const struct tenancy flat = {
+	{ CG_A, CG_A, CG_B, CG_B }, { 1000, 1000, 1001, 1001 }
+};
+static const struct tenancy nested = {
+	{ CG_TA, CG_TA, CG_TB, CG_TB }, { 1000, 1000, 1001, 1001 }
+};
 
 /* Shared by the parent and the children (MAP_SHARED, never merged). */
 struct board {
@@ -85,16 +109,17 @@ static char try_read(void)
 }
 
 /*
- * Child @i: commands 'c' check content, 'w' write page bd->write_page,
+ * Child @i, a tenant as @arg (a struct tenancy, &flat if NULL) says:
+ * commands 'c' check content, 'w' write page bd->write_page,
  * 'u' MADV_UNMERGEABLE, 'r' try to read bd->path, 'q' quit.
  */
 static int clone_kid(void *arg, int i, int cmd_fd, int reply_fd)
 {
+	const struct tenancy *t = arg ? arg : &flat;
 	int written = -1;
 	char *p, cmd;
 
-	/* Children 0 and 1 are uid 1000 in a, 2 and 3 uid 1001 in b. */
-	if (become_tenant(i < 2 ? CG_A : CG_B, i < 2 ? 1000 : 1001))
+	if (become_tenant(t->cg[i], t->uid[i]))
 		return 1;
 	p = map_pages(NPAGES);
 	for (int j = 0; j < NPAGES; j++)
@@ -146,19 +171,33 @@ static bool counts_are(void *arg)
 	       ksm_read("pages_sharing") == w->sharing;
 }
 
-/* Start @n clone children and wait until they merged into @shared pages. */
-static bool clones_merge(struct kids *k, int n, long shared)
+/* Wait until pages_shared is @shared, with @n children mapping NPAGES. */
+static bool clones_merged(int n, long shared)
 {
 	struct counts_want want = { shared, n * NPAGES - shared };
-	char r[NPROC];
 
-	if (!CHECK(kids_start(k, n, clone_kid, NULL) == 0, "children") ||
-	    !CHECK(kids_collect(k, r), "children ready"))
-		return false;
 	return CHECK(ksm_wait_until(counts_are, &want, SCANS),
 		     "pages_shared %ld pages_sharing %ld, want %ld and %ld",
 		     ksm_read("pages_shared"), ksm_read("pages_sharing"),
 		     want.shared, want.sharing);
+}
+
+/* Start @n clone children as @t says and wait until they merged. */
+static bool clones_merge_as(struct kids *k, const struct tenancy *t, int n,
+			    long shared)
+{
+	char r[NPROC];
+
+	if (!CHECK(kids_start(k, n, clone_kid, (void *)t) == 0, "children") ||
+	    !CHECK(kids_collect(k, r), "children ready"))
+		return false;
+	return clones_merged(n, shared);
+}
+
+/* Start @n clone children and wait until they merged into @shared pages. */
+static bool clones_merge(struct kids *k, int n, long shared)
+{
+	return clones_merge_as(k, &flat, n, shared);
 }
 
 /* The domain of child @i under @setting. */
@@ -289,42 +328,114 @@ static void test_change(void)
 	ktap_result(checks_passed(), "domains_change");
 }
 
-/* Child 2 (uid 1001, cgroup b) reads @path: its answer. */
-static char kid_reads(struct kids *k, const char *path)
+/* Child @i reads @path: its answer (see try_read()). */
+static char kid_reads(struct kids *k, int i, const char *path)
 {
 	char r = 0;
 
 	snprintf(bd->path, sizeof(bd->path), "%s", path);
-	kid_call(k, 2, 'r', &r);
+	kid_call(k, i, 'r', &r);
 	return r;
 }
 
 static void test_views(void)
 {
-	char own[128], other[128], proc[64];
+	const char *other = CG_A STAT, *own = CG_B STAT;
+	char proc[64];
 	struct kids k;
 
-	snprintf(other, sizeof(other), "%s/memory.ksm_stat", CG_A);
-	snprintf(own, sizeof(own), "%s/memory.ksm_stat", CG_B);
 	CHECK(ksm_reset() == 0, "reset");
 	CHECK(ksm_write_str("merge_domain", "cgroup") == 0, "merge_domain");
 	if (clones_merge(&k, 3, 2 * NCONT)) {
 		snprintf(proc, sizeof(proc), "/proc/%d/ksm_stat", k.pid[0]);
-		CHECK(kid_reads(&k, other) == 'p', "other cgroup's ksm_stat");
-		CHECK(kid_reads(&k, own) == 'o', "own cgroup's ksm_stat");
-		CHECK(kid_reads(&k, proc) == 'a', "other user's ksm_stat");
+		CHECK(kid_reads(&k, 2, other) == 'a', "other cgroup's ksm_stat");
+		CHECK(kid_reads(&k, 2, own) == 'o', "own cgroup's ksm_stat");
+		CHECK(kid_reads(&k, 2, proc) == 'a', "other user's ksm_stat");
 		CHECK(key_value(other, "ksm_merging_pages") == 2 * NPAGES,
 		      "root reads every cgroup's: %ld",
 		      key_value(other, "ksm_merging_pages"));
 		CHECK(ksm_write("run", 2) == 0 &&
 		      ksm_write_str("merge_domain", "system") == 0, "system");
-		CHECK(kid_reads(&k, other) == 'o',
+		CHECK(kid_reads(&k, 2, other) == 'a',
 		      "other cgroup's ksm_stat under system");
 	}
 	kids_send(&k, 'q');
 	CHECK(kids_wait(&k), "children exit");
 	ksm_write("run", 2);
 	ktap_result(checks_passed(), "domains_views");
+}
+
+/*
+ * Open @path as uid and gid @uid (effective ids of a root process, as in a
+ * setuid program), then read it as root again: 0 or the errno.
+ */
+static int read_opened_as(const char *path, uid_t uid)
+{
+	char buf[512];
+	int status, fd;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return errno;
+	if (!pid) {
+		if (setegid(uid) || seteuid(uid))
+			_exit(100);
+		fd = open(path, O_RDONLY);
+		if (fd < 0)
+			_exit(101);
+		if (seteuid(0))
+			_exit(102);
+		_exit(read(fd, buf, sizeof(buf)) < 0 ? errno : 0);
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+/* t with children a and b, the memory controller on in t. */
+static bool nested_cgroups(void)
+{
+	return CHECK(memcg_create(CG_T) == 0, "mkdir " CG_T) &&
+	       CHECK(write_file(CG_T "/cgroup.subtree_control", "+memory") == 0,
+		     "memory controller in " CG_T) &&
+	       CHECK(memcg_create(CG_TA) == 0 && memcg_create(CG_TB) == 0,
+		     "mkdir " CG_TA " " CG_TB);
+}
+
+static void test_stat_access(void)
+{
+	struct kids k;
+	int err;
+
+	CHECK(ksm_reset() == 0, "reset");
+	CHECK(ksm_write_str("merge_domain", "cgroup") == 0, "merge_domain");
+	if (nested_cgroups() && clones_merge_as(&k, &nested, NPROC, 2 * NCONT)) {
+		CHECK(kid_reads(&k, 0, CG_TA STAT) == 'o', "t/a reads t/a's");
+		CHECK(kid_reads(&k, 0, CG_TB STAT) == 'a', "t/a reads t/b's");
+		CHECK(kid_reads(&k, 0, CG_T STAT) == 'a',
+		      "t/a reads t's, which has t/b's in it");
+		err = read_opened_as(CG_T STAT, 1000);
+		CHECK(err == EACCES, "t's opened as uid 1000, read as root: %d",
+		      err);
+		err = read_opened_as(CG_TA STAT, 1000);
+		CHECK(err == 0, "t/a's opened as uid 1000, read as root: %d",
+		      err);
+		CHECK(key_value(CG_T STAT, "ksm_merging_pages") == NPROC * NPAGES,
+		      "root reads t's: %ld",
+		      key_value(CG_T STAT, "ksm_merging_pages"));
+		CHECK(key_value(CG_TB STAT, "ksm_merging_pages") == 2 * NPAGES,
+		      "root reads t/b's: %ld",
+		      key_value(CG_TB STAT, "ksm_merging_pages"));
+		CHECK(all_say(&k, NPROC, 'c', 'o'), "content");
+	}
+	kids_send(&k, 'q');
+	CHECK(kids_wait(&k), "children exit");
+	CHECK(ksm_write("run", 2) == 0 &&
+	      ksm_write_str("merge_domain", "system") == 0, "back to system");
+	rmdir(CG_TA);
+	rmdir(CG_TB);
+	rmdir(CG_T);
+	ktap_result(checks_passed(), "domains_stat_access");
 }
 
 /* The frames of every page of children 0 and 1, before merging. */
@@ -440,7 +551,7 @@ int main(void)
 	static const char *const names[] = {
 		"domains_system", "domains_process", "domains_cgroup",
 		"domains_user", "domains_change", "domains_views",
-		"fresh_pages", "fresh_pages_cap",
+		"domains_stat_access", "fresh_pages", "fresh_pages_cap",
 	};
 	bool ours = ksm_read_str("merge_domain", (char[64]){ 0 }, 64) == 0;
 
@@ -458,6 +569,7 @@ int main(void)
 		test_clones("user");
 		test_change();
 		test_views();
+		test_stat_access();
 		test_fresh();
 		test_fresh_cap();
 	} else {

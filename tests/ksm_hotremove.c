@@ -21,6 +21,14 @@
  * migrates the KSM pages out. Every sharer still reads its content, the
  * pairs still share one frame, now outside the DIMM, and ksmd goes on.
  *
+ * fresh_kernel (samepage only: use_fresh_pages): the first DIMM onlined
+ * with online_kernel, which makes it the node's ZONE_NORMAL, where the
+ * pool of fresh frames and the KSM pages made from it are then taken.
+ * Pairs merged, then every block of the DIMM is offlined: the pool's free
+ * frames must not make a block unmovable (memory offline refuses such a
+ * block before any notifier runs). Content and sharing survive, outside
+ * the DIMM. The blocks stay offline, for "stale" to online them movable.
+ *
  * Skipped when the guest kernel has no memory hotplug; a guest without
  * the DIMMs (a boot not through scripts/boot.sh) fails it.
  */
@@ -100,7 +108,8 @@ static int block_node(long block)
 	return -1;
 }
 
-static bool online_movable(long block)
+/* Online @block as @how says ("online_movable", "online_kernel"). */
+static bool online_as(long block, const char *how)
 {
 	char path[128], state[32];
 
@@ -109,14 +118,23 @@ static bool online_movable(long block)
 		return false;
 	if (!strcmp(state, "online"))
 		return true;
-	return write_file(path, "online_movable") == 0;
+	return write_file(path, how) == 0;
+}
+
+/* Offline @block: 0 or -errno. */
+static int offline(long block)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), MEMDIR "/memory%ld/state", block);
+	return write_file(path, "offline");
 }
 
 /*
  * Find DIMM @idx's memory blocks (the ACPI device's physical_node links)
- * and online them movable; false if it has none.
+ * and online them as @how says; false if it has none.
  */
-static bool plug(struct dimm *d, int idx)
+static bool plug_as(struct dimm *d, int idx, const char *how)
 {
 	char path[300], link[256], *base;
 	ssize_t len;
@@ -145,12 +163,17 @@ static bool plug(struct dimm *d, int idx)
 	d->end_pfn = (d->block[d->nblocks - 1] + 1) * block_pages;
 	d->node = block_node(d->block[0]);
 	for (int i = 0; i < d->nblocks; i++)
-		if (!CHECK(online_movable(d->block[i]), "online memory%ld",
+		if (!CHECK(online_as(d->block[i], how), "%s memory%ld", how,
 			   d->block[i]))
 			return false;
 	ktap_diag("%s: %d blocks, pfns %#lx-%#lx, node %d", d->dev,
 		  d->nblocks, d->first_pfn, d->end_pfn, d->node);
 	return true;
+}
+
+static bool plug(struct dimm *d, int idx)
+{
+	return plug_as(d, idx, "online_movable");
 }
 
 /*
@@ -279,6 +302,54 @@ static char *merged_in_dimm(struct dimm *d, int idx, unsigned int seed,
 	return p;
 }
 
+static void test_fresh_kernel(const char *name)
+{
+	struct dimm d = { 0 };
+	char *a[N], *b[N], *p = NULL;
+	int splats = kernel_splats(), bad = 0, moved = 0, err;
+
+	if (ksm_read("use_fresh_pages") < 0) {
+		ktap_skip_named(name, "no use_fresh_pages (stock)");
+		return;
+	}
+	CHECK(ksm_reset() == 0, "reset");
+	if (!CHECK(plug_as(&d, 0, "online_kernel"), "DIMM 0 online_kernel"))
+		goto out;
+	CHECK(ksm_write("use_fresh_pages", 1) == 0, "use_fresh_pages=1");
+	p = pages_in_dimm(&d, 0x4700, a, b);
+	if (!CHECK(p, "pages in the DIMM"))
+		goto off;
+	CHECK(wait_merged(a, b), "pairs merged");
+	ktap_diag("%d of %d KSM pages in fresh frames of the DIMM",
+		  pairs_in(&d, a), N);
+	CHECK(pairs_in(&d, a) > 0, "the pool took frames in the DIMM");
+	for (int i = 0; i < d.nblocks; i++) {
+		err = offline(d.block[i]);
+		CHECK(!err, "offline memory%ld: %s", d.block[i], strerror(-err));
+	}
+	for (int i = 0; i < N; i++) {
+		unsigned long pfn = page_pfn(a[i]);
+
+		bad += !holds_pattern(a[i], 0x4700, i) ||
+		       !holds_pattern(b[i], 0x4700, i);
+		moved += pfn && !in_dimm(&d, pfn) && pfn == page_pfn(b[i]);
+	}
+	CHECK(!bad, "%d pairs lost their content", bad);
+	CHECK(moved == N, "%d of %d pairs share a frame outside the DIMM",
+	      moved, N);
+	munmap(p, AREA * page_size);
+off:
+	CHECK(ksm_write("use_fresh_pages", 0) == 0, "use_fresh_pages=0");
+	/* Whatever happened, leave the blocks offline for "stale". */
+	for (int i = 0; i < d.nblocks; i++)
+		offline(d.block[i]);
+	CHECK(ksm_wait_counts(0, 0, KSM_ANY, KSM_ANY), "nothing shared");
+out:
+	CHECK(kernel_splats() == splats, "%d new splats in the log",
+	      kernel_splats() - splats);
+	ktap_result(checks_passed(), "%s", name);
+}
+
 static void test_stale(const char *name)
 {
 	struct dimm d = { 0 };
@@ -343,7 +414,8 @@ out:
 int main(void)
 {
 	static const char *const names[] = {
-		"hotremove_stale_nodes", "hotremove_live_ksm_pages",
+		"hotremove_fresh_kernel", "hotremove_stale_nodes",
+		"hotremove_live_ksm_pages",
 	};
 	long bytes;
 	struct stat st;
@@ -361,7 +433,8 @@ int main(void)
 		return ktap_skip_all(names, ARRAY_SIZE(names),
 				     "no memory hotplug");
 	block_pages = bytes / page_size;
-	test_stale(names[0]);
-	test_live(names[1]);
+	test_fresh_kernel(names[0]);
+	test_stale(names[1]);
+	test_live(names[2]);
 	return ktap_finish();
 }

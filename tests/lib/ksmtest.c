@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/klog.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -1086,5 +1087,12 @@ int become_tenant(const char *cg, uid_t uid)
 	snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
 	if (write_file(path, "0"))
 		return -1;
-	return setgid(uid) || setuid(uid) ? -1 : 0;
+	if (setgid(uid) || setuid(uid))
+		return -1;
+	/*
+	 * Changing ids without exec makes a process undumpable, so that not
+	 * even its own user could read its /proc/PID files; a tenant started
+	 * the usual way, by exec as that user, is dumpable.
+	 */
+	return prctl(PR_SET_DUMPABLE, 1) ? -1 : 0;
 }

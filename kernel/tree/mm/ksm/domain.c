@@ -188,17 +188,6 @@ void sp_domain_set(unsigned int kind)
 }
 
 /**
- * ksm_domain_private - are merge domains narrower than the whole system?
- *
- * Return: true under any setting but "system"; then per-domain views of
- * what KSM does are for the domain's own processes and the administrator.
- */
-bool ksm_domain_private(void)
-{
-	return READ_ONCE(sp_dom_kind) != SP_DOM_SYSTEM;
-}
-
-/**
  * sp_domain_init - draw the key that salts domains, at boot
  */
 void __init sp_domain_init(void)

@@ -23,68 +23,171 @@
  * The new frame is charged to the memory cgroup of the mm whose page is
  * merged first, as that page was, and counts in kernel_pages_allocated
  * and against max_kernel_pages like any KSM page. The pool holds
- * SP_POOL_SIZE pages per NUMA node while the setting is on, and is freed when
- * it is turned off and when memory goes offline (hotplug.c).
+ * SP_POOL_SIZE pages per NUMA node while the setting is on, and is freed
+ * when it is turned off.
  *
- * Locking: the pool and its array are ksmd's, under sp_mutex, which the
- * sysfs store holds too when it turns the setting off.
+ * A frame of the pool is free memory that ksmd holds, so it must not pin
+ * the block it lies in: memory offline refuses a block with a page it
+ * cannot move before it tells anyone (has_unmovable_pages()), and CMA,
+ * gigantic huge pages and virtio-mem need alloc_contig_range() to move
+ * every page of a range. So the frames are movable pages of their own
+ * kind (movable_operations): migration and compaction isolate one, and
+ * sp_pool_migrate() puts their replacement in its slot. Without
+ * CONFIG_COMPACTION there is no such kind, and the frames are taken as
+ * unmovable pages instead, which the allocator keeps in unmovable blocks.
+ *
+ * Locking: sp_mutex serialises taking, refilling and draining (ksmd and
+ * the sysfs store that turns the setting off). sp_pool_lock guards the
+ * slots: a frame enters or leaves a slot only with both sp_pool_lock and
+ * its folio lock held, so migration, which holds the folio locks of the
+ * frame and of its replacement, finds the frame in its slot. The folio
+ * lock is taken first; under sp_pool_lock only a trylock.
  *
  * Layering (see samepage.h): calls into core.c, rmap.c.
  */
 #include <linux/gfp.h>
 #include <linux/highmem.h>
 #include <linux/memcontrol.h>
+#include <linux/migrate.h>
 #include <linux/nodemask.h>
 #include <linux/random.h>
 #include <linux/slab.h>
+#include <linux/spinlock.h>
 #include <linux/swap.h>
 
 #include "../internal.h"
 #include "samepage.h"
 
 #define SP_POOL_SIZE	64
+#define SP_POOL_GFP	(IS_ENABLED(CONFIG_COMPACTION) ? GFP_HIGHUSER_MOVABLE : \
+			 GFP_HIGHUSER)
 
 bool sp_use_fresh_pages;
 
-/* sp_pool[nid][i]: the free frames of NUMA node nid, NULL where none. */
+/*
+ * sp_pool[nid][i]: the free frames kept for NUMA node nid, NULL where none.
+ * The array is allocated once, under sp_mutex, and kept (a few hundred
+ * bytes a node). A frame's folio->private points at its slot.
+ */
 static struct folio *(*sp_pool)[SP_POOL_SIZE];
+static DEFINE_SPINLOCK(sp_pool_lock);
+/* Whether the slots were filled since the pool was last drained. */
+static bool sp_pool_filled;
 
-static struct folio *sp_pool_alloc(int nid)
+static const struct movable_operations sp_pool_mops;
+
+/* Put a new frame of node @nid in empty @slot, if one can be had. */
+static void sp_pool_fill(int nid, struct folio **slot)
 {
-	return __folio_alloc_node(GFP_HIGHUSER_MOVABLE | __GFP_NOWARN, 0, nid);
+	struct folio *folio;
+
+	folio = __folio_alloc_node(SP_POOL_GFP | __GFP_NOWARN, 0, nid);
+	if (!folio)
+		return;
+	/* Visible to pfn walkers already: they may hold the lock briefly. */
+	folio_lock(folio);
+	folio->private = slot;
+	__SetPageMovable(&folio->page, &sp_pool_mops);
+	spin_lock(&sp_pool_lock);
+	*slot = folio;
+	spin_unlock(&sp_pool_lock);
+	folio_unlock(folio);
 }
 
-/* Allocate the pool's array and fill it; false when that fails. */
-static bool sp_pool_fill(void)
+/*
+ * A frame taken out of its slot, locked: no longer movable. Its mapping
+ * keeps the movable type, which tells a migration that isolated it that
+ * it was let go (the allocator clears it when the page is freed).
+ */
+static void sp_pool_release(struct folio *folio)
+{
+	__ClearPageMovable(&folio->page);
+	folio->private = NULL;
+}
+
+/* Allocate the pool's array if need be, and fill it; false on failure. */
+static bool sp_pool_init(void)
 {
 	unsigned int i;
 	int nid;
 
-	sp_pool = kcalloc(nr_node_ids, sizeof(*sp_pool),
-			  GFP_KERNEL | __GFP_NOWARN);
+	if (!sp_pool)
+		sp_pool = kcalloc(nr_node_ids, sizeof(*sp_pool),
+				  GFP_KERNEL | __GFP_NOWARN);
 	if (!sp_pool)
 		return false;
 	for_each_node_state(nid, N_MEMORY)
 		for (i = 0; i < SP_POOL_SIZE; i++)
-			sp_pool[nid][i] = sp_pool_alloc(nid);
+			if (!READ_ONCE(sp_pool[nid][i]))
+				sp_pool_fill(nid, &sp_pool[nid][i]);
+	sp_pool_filled = true;
 	return true;
 }
 
 /*
  * A frame for NUMA node @nid: the one in a slot drawn at random, which is
- * refilled at once. An empty slot (its refill failed) gives no frame
- * rather than one fresh from the allocator, whose choice is predictable.
+ * refilled at once. An empty slot (its refill failed) or one whose frame
+ * is being migrated gives no frame rather than one fresh from the
+ * allocator, whose choice is predictable.
  */
 static struct folio *sp_pool_take(int nid)
 {
 	struct folio **slot, *folio;
 
-	if (!sp_pool && !sp_pool_fill())
+	if (!sp_pool_filled && !sp_pool_init())
 		return NULL;
 	slot = &sp_pool[nid][get_random_u32_below(SP_POOL_SIZE)];
+	spin_lock(&sp_pool_lock);
 	folio = *slot;
-	*slot = sp_pool_alloc(nid);
+	if (folio && !folio_trylock(folio))
+		folio = NULL;
+	if (folio && folio_test_isolated(folio)) {
+		folio_unlock(folio);
+		folio = NULL;
+	}
+	if (folio)
+		*slot = NULL;
+	spin_unlock(&sp_pool_lock);
+	if (folio) {
+		/* Not isolated: no migration looks at it again. */
+		sp_pool_release(folio);
+		folio->mapping = NULL;
+		folio_unlock(folio);
+	}
+	/* Only sp_mutex's holder empties or fills a slot. */
+	if (!READ_ONCE(*slot))
+		sp_pool_fill(nid, slot);
 	return folio;
+}
+
+/* Empty @slot, waiting for a migration of its frame to end. */
+static void sp_pool_empty(struct folio **slot)
+{
+	struct folio *folio;
+	bool ours;
+
+	do {
+		spin_lock(&sp_pool_lock);
+		folio = *slot;
+		if (folio)
+			folio_get(folio);
+		spin_unlock(&sp_pool_lock);
+		if (!folio)
+			return;
+		folio_lock(folio);
+		spin_lock(&sp_pool_lock);
+		ours = *slot == folio;
+		if (ours)
+			*slot = NULL;
+		spin_unlock(&sp_pool_lock);
+		if (ours) {
+			/* If isolated, migration sees it let go and frees it. */
+			sp_pool_release(folio);
+			folio_put(folio);
+		}
+		folio_unlock(folio);
+		folio_put(folio);
+	} while (!ours);
 }
 
 /**
@@ -102,11 +205,54 @@ void sp_fresh_drain(void)
 		return;
 	for (nid = 0; nid < nr_node_ids; nid++)
 		for (i = 0; i < SP_POOL_SIZE; i++)
-			if (sp_pool[nid][i])
-				folio_put(sp_pool[nid][i]);
-	kfree(sp_pool);
-	sp_pool = NULL;
+			sp_pool_empty(&sp_pool[nid][i]);
+	sp_pool_filled = false;
 }
+
+/*
+ * Nothing to do: while a frame is isolated, sp_pool_take() passes it by,
+ * and sp_pool_empty() lets it go only under its folio lock, which
+ * migration holds again before it calls sp_pool_migrate().
+ */
+static bool sp_pool_isolate(struct page *page, isolate_mode_t mode)
+{
+	return true;
+}
+
+/*
+ * Both folio locks held, and @src still movable (migration checks that
+ * under its lock), so still in its slot: @dst takes the slot and the
+ * pool's reference moves with it. A frame holds nothing to copy.
+ */
+static int sp_pool_migrate(struct page *dst, struct page *src,
+			   enum migrate_mode mode)
+{
+	struct folio *from = page_folio(src), *to = page_folio(dst);
+	struct folio **slot = from->private;
+
+	folio_get(to);
+	to->private = slot;
+	__SetPageMovable(dst, &sp_pool_mops);
+	spin_lock(&sp_pool_lock);
+	VM_WARN_ON_ONCE(*slot != from);
+	*slot = to;
+	spin_unlock(&sp_pool_lock);
+	__ClearPageMovable(src);
+	from->private = NULL;
+	folio_put(from);
+	return MIGRATEPAGE_SUCCESS;
+}
+
+/* Migration failed: the frame never left its slot. */
+static void sp_pool_putback(struct page *page)
+{
+}
+
+static const struct movable_operations sp_pool_mops = {
+	.isolate_page = sp_pool_isolate,
+	.migrate_page = sp_pool_migrate,
+	.putback_page = sp_pool_putback,
+};
 
 /**
  * sp_fresh_folio - a new KSM page in a frame of the pool

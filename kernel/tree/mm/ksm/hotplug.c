@@ -12,10 +12,10 @@
  * folio moves its node's pfn with it (folio_migrate_ksm()).
  *
  * While a range goes offline ksmd waits between batches, so that it holds
- * no reference that would keep a page of the range from migrating, and
- * the pool of fresh frames (fresh.c) is emptied.
+ * no reference that would keep a page of the range from migrating. The
+ * frames of the fresh-page pool (fresh.c) migrate out as movable pages.
  *
- * Layering (see samepage.h): calls into core.c, fresh.c, index.c, knode.c.
+ * Layering (see samepage.h): calls into core.c, index.c, knode.c.
  */
 #include <linux/memory.h>
 #include <linux/mutex.h>
@@ -51,15 +51,9 @@ static int sp_memory_callback(struct notifier_block *nb, unsigned long action,
 
 	switch (action) {
 	case MEM_GOING_OFFLINE:
-		/*
-		 * Taking the mutex waits for ksmd's batch to end. The frames
-		 * of the fresh-page pool are not on the LRU, so offlining
-		 * could not migrate them: free them; the pool fills again
-		 * when ksmd next needs a frame.
-		 */
+		/* Taking the mutex waits for ksmd's batch to end. */
 		mutex_lock(&sp_mutex);
 		atomic_inc(&sp_offlining);
-		sp_fresh_drain();
 		mutex_unlock(&sp_mutex);
 		break;
 	case MEM_OFFLINE:

@@ -83,6 +83,8 @@
  * - The KSM folio's lock: a node's sharer array changes (and moves, when
  *   it grows or shrinks) only with its KSM folio locked, or once the folio
  *   is gone; rmap walks hold the folio lock and rely on it.
+ * - sp_pool_lock (fresh.c): a spinlock for the slots of the fresh-page
+ *   pool, taken inside a pool frame's folio lock, which migration holds.
  */
 
 /**

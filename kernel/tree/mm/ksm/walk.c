@@ -21,16 +21,31 @@
  * write-protected and cleaned by the walk before its hash is taken, as
  * mprotect() would: one mmu_notifier range, one hold of the PTE lock and
  * one TLB flush serve those pages of one PTE table. Its state word then
- * says so (SP_ST_WP). While its PTE stays read-only and clean the page
- * cannot have been written through any mapping, nor by a secondary MMU
- * (the notifier made it drop its writable mapping), nor through
- * get_user_pages() (a write pin needs a writable PTE, and a page with a
- * reference beyond its mappings is not trusted): the visit takes the hash
- * from the state word and does not read the page. A write faults and makes
- * the PTE writable and dirty again, and the page is hashed at its next
- * visit. Only ksmd itself cleans such a PTE again, when a merge
- * write-protects the page; a merge of a page that was written since its
- * hash is refused without touching the PTE (merge.c).
+ * says so (SP_ST_WP). While its PTE stays read-only and clean, in a VMA
+ * that is writable or can never be written, the page has not been
+ * written: the visit takes the hash from the state word and does not
+ * read the page. A write faults and makes the PTE writable or dirty again,
+ * and the page is hashed at its next visit. Every way to write a page
+ * goes through its PTE so:
+ *
+ * - A store by the process faults on the read-only PTE.
+ * - A secondary MMU (KVM, a device) dropped its writable mapping when the
+ *   walk's mmu_notifier range began, and must fault through the PTE to
+ *   get it back.
+ * - get_user_pages() for writing (process_vm_writev(), O_DIRECT reads, a
+ *   pin for DMA) needs a writable PTE, or takes a write fault for one;
+ *   a page already pinned when the walk protects it has a reference
+ *   beyond its mappings and is not recorded clean (sp_unpinned()).
+ * - A forced write (FOLL_FORCE: /proc/PID/mem, PTRACE_POKEDATA) in a
+ *   VMA with VM_WRITE takes a write fault too, but in one without VM_WRITE
+ *   and with VM_MAYWRITE it writes an exclusive anonymous page behind its
+ *   read-only clean PTE without one (can_follow_write_pte()). Such VMAs
+ *   are never trusted: their pages are read at every visit.
+ * - userfaultfd's UFFDIO_COPY, UFFDIO_ZEROPAGE and UFFDIO_MOVE install a
+ *   new PTE, dirty, or a zero page, which is not scanned.
+ * - Only ksmd itself cleans such a PTE again, when a merge write-protects
+ *   the page; a merge of a page that was written since its hash is
+ *   refused without touching the PTE (merge.c).
  *
  * What this judgement relies on it can get wrong only rarely (a page
  * moved by mremap() onto the address of another, or swapped in read-only
@@ -95,6 +110,9 @@ static u8 sp_clean_state(struct xa_state *xas, struct vm_area_struct *vma,
 	void *e;
 
 	if (!SP_CLEAN_SKIP || (vma->vm_flags & VM_SHADOW_STACK))
+		return 0;
+	/* Forced writes need no fault here: see DOC: Clean pages. */
+	if ((vma->vm_flags & (VM_WRITE | VM_MAYWRITE)) == VM_MAYWRITE)
 		return 0;
 	e = sp_entry_at(xas, vpn);
 	if (!e)
