@@ -8,7 +8,11 @@
 # qemu-system-i386 (make matrix's 32-bit kernel), default x86_64.
 # In test mode the guest has two 128 MiB pc-dimm devices besides its RAM,
 # left offline by the guest kernel until a test onlines them and ejects
-# them again through ACPI (tests/ksm_hotremove.c: memory hot-remove).
+# them again through ACPI (tests/ksm_hotremove.c: memory hot-remove). Its
+# NUMA nodes are then QEMU's: 0 and 1 share the RAM and the CPUs, and the
+# DIMMs form node 2, which has no memory at boot: so the kernel's own
+# allocations, which stay on the nodes of the CPUs, leave a DIMM onlined
+# as kernel memory free to go offline again. Other modes fake two nodes.
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 
@@ -24,8 +28,30 @@ mkdir -p "$logs"
 rm -f "$logs/console.log" "$logs/ktap.log"
 
 mem=${MEM:-2G}
+
+# numa_nodes MEM CPUS: QEMU options for nodes 0 and 1, each with half of
+# MEM (a size in M or G) and of the CPUs, and node 2 without memory.
+numa_nodes() {
+	local mib half cpus=$2
+	case $1 in
+	*G) mib=$((${1%G} * 1024)) ;;
+	*M) mib=${1%M} ;;
+	*) die "MEM=$1: give it in M or G" ;;
+	esac
+	half=$((mib / 2))
+	echo "-object memory-backend-ram,id=ram0,size=${half}M"
+	echo "-object memory-backend-ram,id=ram1,size=$((mib - half))M"
+	if [ "$cpus" -ge 2 ]; then
+		echo "-numa node,nodeid=0,cpus=0-$((cpus / 2 - 1)),memdev=ram0"
+		echo "-numa node,nodeid=1,cpus=$((cpus / 2))-$((cpus - 1)),memdev=ram1"
+	else
+		echo "-numa node,nodeid=0,cpus=0,memdev=ram0"
+		echo "-numa node,nodeid=1,memdev=ram1"
+	fi
+	echo "-numa node,nodeid=2"
+}
 limit=${TIMEOUT:-1500}
-append="console=ttyS0 numa=fake=2 panic=-1 samepage.mode=$mode ${APPEND:-}"
+append="console=ttyS0 panic=-1 samepage.mode=$mode ${APPEND:-}"
 qemu=("qemu-system-${QEMU_ARCH:-x86_64}" -smp "${SMP:-2}" -nographic -no-reboot
       -kernel "$kernel" -initrd "$initrd")
 if [ "${ICOUNT:-0}" = 1 ]; then
@@ -51,12 +77,13 @@ demo|shell)
 		# their own names (tests/ksm_faults.c counts their objects).
 		qemu+=(-append "$append slab_nomerge" -m "$mem,slots=2,maxmem=4G"
 		       -monitor none)
+		qemu+=($(numa_nodes "$mem" "${SMP:-2}"))
 		for d in dimm0 dimm1; do
 			qemu+=(-object "memory-backend-ram,id=mem-$d,size=128M"
-			       -device "pc-dimm,id=$d,memdev=mem-$d")
+			       -device "pc-dimm,id=$d,memdev=mem-$d,node=2")
 		done
 	else
-		qemu+=(-append "$append" -m "$mem" -monitor none)
+		qemu+=(-append "$append numa=fake=2" -m "$mem" -monitor none)
 	fi
 	note "booting $flavour ($mode), logs in $logs"
 	rc=0
