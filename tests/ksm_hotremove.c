@@ -302,11 +302,29 @@ static char *merged_in_dimm(struct dimm *d, int idx, unsigned int seed,
 	return p;
 }
 
+/* The N pairs of pattern @seed hold it and share a frame outside @d. */
+static void check_moved_out(const struct dimm *d, unsigned int seed, char **a,
+			    char **b)
+{
+	int bad = 0, moved = 0;
+
+	for (int i = 0; i < N; i++) {
+		unsigned long pfn = page_pfn(a[i]);
+
+		bad += !holds_pattern(a[i], seed, i) ||
+		       !holds_pattern(b[i], seed, i);
+		moved += pfn && !in_dimm(d, pfn) && pfn == page_pfn(b[i]);
+	}
+	CHECK(!bad, "%d pairs lost their content", bad);
+	CHECK(moved == N, "%d of %d pairs share a frame outside the DIMM",
+	      moved, N);
+}
+
 static void test_fresh_kernel(const char *name)
 {
 	struct dimm d = { 0 };
 	char *a[N], *b[N], *p = NULL;
-	int splats = kernel_splats(), bad = 0, moved = 0, err;
+	int splats = kernel_splats(), err;
 
 	if (ksm_read("use_fresh_pages") < 0) {
 		ktap_skip_named(name, "no use_fresh_pages (stock)");
@@ -327,16 +345,7 @@ static void test_fresh_kernel(const char *name)
 		err = offline(d.block[i]);
 		CHECK(!err, "offline memory%ld: %s", d.block[i], strerror(-err));
 	}
-	for (int i = 0; i < N; i++) {
-		unsigned long pfn = page_pfn(a[i]);
-
-		bad += !holds_pattern(a[i], 0x4700, i) ||
-		       !holds_pattern(b[i], 0x4700, i);
-		moved += pfn && !in_dimm(&d, pfn) && pfn == page_pfn(b[i]);
-	}
-	CHECK(!bad, "%d pairs lost their content", bad);
-	CHECK(moved == N, "%d of %d pairs share a frame outside the DIMM",
-	      moved, N);
+	check_moved_out(&d, 0x4700, a, b);
 	munmap(p, AREA * page_size);
 off:
 	CHECK(ksm_write("use_fresh_pages", 0) == 0, "use_fresh_pages=0");
@@ -385,22 +394,13 @@ static void test_live(const char *name)
 {
 	struct dimm d = { 0 };
 	char *a[N], *b[N], *p;
-	int splats = kernel_splats(), bad = 0, moved = 0;
+	int splats = kernel_splats();
 
 	p = merged_in_dimm(&d, 1, 0x4900, a, b);
 	if (!p)
 		goto out;
 	CHECK(unplug(&d), "%s removed with its KSM pages", d.dev);
-	for (int i = 0; i < N; i++) {
-		unsigned long pfn = page_pfn(a[i]);
-
-		bad += !holds_pattern(a[i], 0x4900, i) ||
-		       !holds_pattern(b[i], 0x4900, i);
-		moved += pfn && !in_dimm(&d, pfn) && pfn == page_pfn(b[i]);
-	}
-	CHECK(!bad, "%d pairs lost their content", bad);
-	CHECK(moved == N, "%d of %d pairs share a frame outside the DIMM",
-	      moved, N);
+	check_moved_out(&d, 0x4900, a, b);
 	CHECK(ksm_wait_scans(3), "ksmd goes on");
 	CHECK(pairs_merged(&(struct pairs){ a, b }), "still merged");
 	munmap(p, AREA * page_size);
