@@ -94,26 +94,31 @@ static void *sp_entry_at(struct xa_state *xas, unsigned long vpn)
 }
 
 /*
- * What the walk knows of the small page at @addr, mapped by @pte (PTE
- * lock held), with @xas for its entry: SP_FOUND_CLEAN, SP_FOUND_WP (clean,
- * but read anyway), or SP_FOUND_WANT: a page seen for the first time, or
- * one that held still over the last pass and found no pair (a
- * candidate), is to be protected before it is hashed. A page seen
- * changing at its last visit is not: it would most likely fault again
- * soon.
+ * May the walk trust a clean read-only PTE of @vma, and protect its pages
+ * to that end? Not in a shadow stack, nor where a forced write needs no
+ * fault (see DOC: Clean pages). Asked once a PTE table.
  */
-static u8 sp_clean_state(struct xa_state *xas, struct vm_area_struct *vma,
-			 pte_t pte, unsigned long addr)
+static bool sp_vma_clean_skip(struct vm_area_struct *vma)
+{
+	return SP_CLEAN_SKIP && !(vma->vm_flags & VM_SHADOW_STACK) &&
+	       (vma->vm_flags & (VM_WRITE | VM_MAYWRITE)) != VM_MAYWRITE;
+}
+
+/*
+ * What the walk knows of the small page at @addr, mapped by @pte (PTE
+ * lock held) in a VMA where sp_vma_clean_skip(), with @xas for its entry:
+ * SP_FOUND_CLEAN, SP_FOUND_WP (clean, but read anyway), or SP_FOUND_WANT:
+ * a page seen for the first time, or one that held still over the last
+ * pass and found no pair (a candidate), is to be protected before it is
+ * hashed. A page seen changing at its last visit is not: it would most
+ * likely fault again soon.
+ */
+static u8 sp_clean_state(struct xa_state *xas, pte_t pte, unsigned long addr)
 {
 	unsigned long vpn = addr >> PAGE_SHIFT;
 	unsigned long st;
 	void *e;
 
-	if (!SP_CLEAN_SKIP || (vma->vm_flags & VM_SHADOW_STACK))
-		return 0;
-	/* Forced writes need no fault here: see DOC: Clean pages. */
-	if ((vma->vm_flags & (VM_WRITE | VM_MAYWRITE)) == VM_MAYWRITE)
-		return 0;
 	e = sp_entry_at(xas, vpn);
 	if (!e)
 		return SP_FOUND_WANT;
@@ -303,6 +308,7 @@ static int sp_pmd_entry(pmd_t *pmdp, unsigned long addr, unsigned long end,
 	struct page *page;
 	spinlock_t *ptl;	/* the PTE table's lock */
 	XA_STATE(xas, &f->slot->pages, 0);
+	bool skip = sp_vma_clean_skip(walk->vma);
 	int ret = 0;
 	u8 how;
 
@@ -327,8 +333,8 @@ static int sp_pmd_entry(pmd_t *pmdp, unsigned long addr, unsigned long end,
 		if (!page || !sp_scannable(page))
 			continue;
 		folio = page_folio(page);
-		how = folio_test_large(folio) || folio_test_ksm(folio) ? 0 :
-		      sp_clean_state(&xas, walk->vma, pte, addr);
+		how = !skip || folio_test_large(folio) ||
+		      folio_test_ksm(folio) ? 0 : sp_clean_state(&xas, pte, addr);
 		ret = sp_found_add(f, page, addr, how);
 	}
 	rcu_read_unlock();
