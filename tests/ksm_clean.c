@@ -30,6 +30,14 @@
  *                            for one page a PTE table, left writable)
  *   clean_notifier           samepage only (CONFIG_KSM_NOTIFIER_TEST):
  *                            a secondary MMU is told of the protection
+ *   clean_smart_written      samepage only: with smart_scan=1, A and B,
+ *                            made mergeable a group at a time so that
+ *                            their ages and skips differ, held still
+ *                            until smart scan skips them, are written to
+ *                            equal contents: they merge within three
+ *                            scans, as with smart_scan=0 (a page ksmd
+ *                            knows was written is read at its next
+ *                            visits; mainline skips it on its schedule)
  *
  * 32-bit kernels read every page at every visit: the two samepage-only
  * tests skip there.
@@ -50,6 +58,10 @@
 #define STILL_SCANS 4
 #define MERGE_SCANS 4
 #define RO_MERGE_SCANS 3
+#define SEED_C 72
+#define GROUPS 8
+#define AGE_SCANS 14
+#define SMART_MERGE_SCANS 3
 #define NT_PATH "/proc/ksm_notifier_test"
 #define MMU_NOTIFY_PROTECTION_PAGE 3
 _Static_assert(N == 64, "protected_in_log() keeps a bit a page in a long");
@@ -303,16 +315,76 @@ static void test_notifier(void)
 	ktap_result(checks_passed(), "clean_notifier");
 }
 
+/*
+ * Smart scan, A and B in GROUPS groups made mergeable one scan apart, then
+ * held still for AGE_SCANS scans: by then smart scan grants each page
+ * skips, the groups on different schedules. Then both take SEED_C.
+ */
+static void test_smart_written(void)
+{
+	const int per = N / GROUPS;
+	struct regions r = {};
+	int s, g;
+
+	if (sizeof(long) < 8) {
+		ktap_skip_named("clean_smart_written", "32-bit reads every page");
+		return;
+	}
+	if (ksm_read("max_kernel_pages") < 0 && !getenv("KSM_FORCE")) {
+		ktap_skip_named("clean_smart_written", "not samepage");
+		return;
+	}
+	if (!CHECK(ksm_reset() == 0, "reset") ||
+	    !CHECK(ksm_write("smart_scan", 1) == 0, "smart_scan=1") ||
+	    !CHECK(ksm_step_mode() == 0, "step mode"))
+		goto out;
+	r.a = map_pages(N);
+	r.b = map_pages(N);
+	for (int i = 0; i < N; i++) {
+		fill_page(r.a, i, SEED_A);
+		fill_page(r.b, i, SEED_B);
+	}
+	for (g = 0; g < GROUPS; g++) {
+		if (!CHECK(merge_pages(r.a + g * per * page_size, per) == 0 &&
+			   merge_pages(r.b + g * per * page_size, per) == 0,
+			   "madvise group %d", g) ||
+		    !CHECK(ksm_step(), "scan after group %d", g))
+			goto out;
+	}
+	for (s = 0; s < AGE_SCANS; s++)
+		if (!CHECK(ksm_step(), "scan %d", s))
+			goto out;
+	CHECK(ksm_read("pages_skipped") > 0, "smart scan skipped nothing");
+	for (int i = 0; i < N; i++) {
+		fill_page(r.a, i, SEED_C);
+		fill_page(r.b, i, SEED_C);
+	}
+	for (s = 0; s < SMART_MERGE_SCANS && self_merging_pages() < 2 * N; s++)
+		if (!CHECK(ksm_step(), "scan after the write"))
+			break;
+	CHECK(self_merging_pages() == 2 * N,
+	      "ksm_merging_pages %ld of %d after %d scans",
+	      self_merging_pages(), 2 * N, s);
+	CHECK(pages_wrong(r.a, N, SEED_C) == 0, "content of A");
+	CHECK(pages_wrong(r.b, N, SEED_C) == 0, "content of B");
+out:
+	if (r.a)
+		regions_free(&r);
+	ksm_write("smart_scan", 0);
+	ktap_result(checks_passed(), "clean_smart_written");
+}
+
 int main(void)
 {
 	ksm_save_settings();
-	ktap_plan(6);
+	ktap_plan(7);
 	test_store();
 	test_proc_mem();
 	test_proc_mem_ro();
 	test_mprotect_cycle();
 	test_write_faults();
 	test_notifier();
+	test_smart_written();
 	ksm_reset();
 	return ktap_finish();
 }

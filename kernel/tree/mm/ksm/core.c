@@ -6,9 +6,9 @@
  *
  * Layering (see samepage.h): calls into no other file of mm/ksm/.
  */
-#include <linux/hashtable.h>
 #include <linux/ksm.h>
 #include <linux/mm.h>
+#include <linux/rhashtable.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/xarray.h>
@@ -38,7 +38,20 @@ DEFINE_SPINLOCK(sp_slots_lock);
 LIST_HEAD(sp_slots);
 DEFINE_XARRAY_ALLOC1(sp_slot_ids);
 DECLARE_WAIT_QUEUE_HEAD(sp_thread_wait);
-static DEFINE_HASHTABLE(sp_mm_hash, 8);
+/*
+ * The slots by mm, for __ksm_enter() and __ksm_exit(): a table that grows
+ * and shrinks with the number of registered mms, so that finding one
+ * costs O(1) however many there are. Its own locks make each change
+ * atomic; sp_slots_lock orders them with the list.
+ */
+static const struct rhashtable_params sp_mm_params = {
+	.key_len = sizeof_field(struct sp_slot, mm),
+	.key_offset = offsetof(struct sp_slot, mm),
+	.head_offset = offsetof(struct sp_slot, hnode),
+	.automatic_shrinking = true,
+};
+
+static struct rhashtable sp_mm_table;
 
 struct sp_stats sp_stats;
 atomic_long_t ksm_zero_pages = ATOMIC_LONG_INIT(0);
@@ -57,13 +70,8 @@ struct kmem_cache *sp_node_cache;
  */
 struct sp_slot *sp_slot_of(struct mm_struct *mm)
 {
-	struct sp_slot *slot;
-
 	lockdep_assert_held(&sp_slots_lock);
-	hash_for_each_possible(sp_mm_hash, slot, hnode, (unsigned long)mm)
-		if (slot->mm == mm)
-			return slot;
-	return NULL;
+	return rhashtable_lookup_fast(&sp_mm_table, &mm, sp_mm_params);
 }
 
 /**
@@ -98,12 +106,18 @@ struct sp_slot *sp_slot_alloc(struct mm_struct *mm)
  *	itself for the end)
  *
  * Context: sp_slots_lock held.
+ * Return: 0, or -ENOMEM when the table of slots by mm could not grow.
  */
-void sp_slot_link(struct sp_slot *slot, struct list_head *before)
+int sp_slot_link(struct sp_slot *slot, struct list_head *before)
 {
+	int err;
+
 	lockdep_assert_held(&sp_slots_lock);
-	hash_add(sp_mm_hash, &slot->hnode, (unsigned long)slot->mm);
+	err = rhashtable_insert_fast(&sp_mm_table, &slot->hnode, sp_mm_params);
+	if (err)
+		return -ENOMEM;
 	list_add_tail(&slot->list, before);
+	return 0;
 }
 
 /**
@@ -116,9 +130,19 @@ void sp_slot_unlink(struct sp_slot *slot)
 {
 	lockdep_assert_held(&sp_slots_lock);
 	list_del(&slot->list);
-	hash_del(&slot->hnode);
+	rhashtable_remove_fast(&sp_mm_table, &slot->hnode, sp_mm_params);
+	sp_slot_discard(slot);
+}
+
+/**
+ * sp_slot_discard - give back the id of a slot that is not linked
+ * @slot: the slot, which sp_slot_free() or kmem_cache_free() frees next
+ */
+void sp_slot_discard(struct sp_slot *slot)
+{
 	if (slot->id)
 		xa_erase(&sp_slot_ids, slot->id);
+	slot->id = 0;
 }
 
 /**
@@ -143,7 +167,8 @@ int __init sp_core_init(void)
 {
 	sp_slot_cache = KMEM_CACHE(sp_slot, 0);
 	sp_node_cache = KMEM_CACHE(sp_knode, 0);
-	if (sp_slot_cache && sp_node_cache)
+	if (sp_slot_cache && sp_node_cache &&
+	    !rhashtable_init(&sp_mm_table, &sp_mm_params))
 		return 0;
 	kmem_cache_destroy(sp_slot_cache);
 	kmem_cache_destroy(sp_node_cache);

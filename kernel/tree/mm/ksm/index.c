@@ -29,6 +29,7 @@
  * The same hash tells ksmd whether a page changed since its last visit:
  * one read of the page serves both.
  */
+#include <linux/hash.h>
 #include <linux/highmem.h>
 #include <linux/random.h>
 #include <linux/rbtree.h>
@@ -194,6 +195,22 @@ static_assert(SP_CE_ID_MAX == SP_SLOT_ID_MAX);
 /* Hits on one hash worth confirming: past this, collisions are an attack. */
 #define SP_PROBE_HITS	8
 
+/**
+ * sp_index_of - the place of a key in a table of 2^@bits places
+ * @key: the key
+ * @bits: log2 of the table's size, 1 to 63
+ *
+ * The top @bits bits of the key times the golden ratio, as hash_64()
+ * gives, but with no cap at 32 bits: a table of 2^33 places or more uses
+ * all of them.
+ *
+ * Return: the place, below 2^@bits.
+ */
+unsigned long sp_index_of(u64 key, unsigned int bits)
+{
+	return (unsigned long)((key * GOLDEN_RATIO_64) >> (64 - bits));
+}
+
 static u16 sp_ce_mark(struct sp_cand_table *t, u64 hash)
 {
 	/* The low bits: the position comes from the product of them all. */
@@ -207,7 +224,7 @@ static bool sp_ce_live(struct sp_cand_table *t, unsigned long pos)
 
 static unsigned long sp_ce_pos(struct sp_cand_table *t, u64 hash)
 {
-	return hash_64(hash, t->bits);
+	return sp_index_of(hash, t->bits);
 }
 
 /* Replace the arrays by zeroed ones of 2^@bits entries; false if none. */
@@ -427,7 +444,7 @@ static unsigned long sp_stable_compares;
 
 static struct rb_root *sp_stable_root(struct sp_stable_table *t, u64 key)
 {
-	return &t->buckets[hash_64(key, t->bits)];
+	return &t->buckets[sp_index_of(key, t->bits)];
 }
 
 /* Order of (@key, @dom) against node @n, before content. */
@@ -631,7 +648,7 @@ static void sp_stable_resize(struct sp_stable_table *t, unsigned int bits)
 			struct sp_knode *n = rb_entry(rb, struct sp_knode, rb);
 
 			rb_erase(rb, &t->buckets[i]);
-			sp_stable_append(&new[hash_64(n->key, bits)], n);
+			sp_stable_append(&new[sp_index_of(n->key, bits)], n);
 		}
 		cond_resched();
 	}

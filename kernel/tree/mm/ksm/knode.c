@@ -14,6 +14,7 @@
  */
 #include <linux/jiffies.h>
 #include <linux/mm.h>
+#include <linux/random.h>
 #include <linux/rmap.h>
 #include <linux/slab.h>
 
@@ -80,35 +81,129 @@ void sp_set_state(struct sp_slot *slot, unsigned long vpn, unsigned long st)
 }
 
 /*
- * A node's sharers. The array grows to a power of two of them, and
- * shrinks by half when it is a quarter full, so each link and unlink costs
- * O(1) amortized. Finding the sharer of a mapping reads the array, as an
- * rmap walk of the page does; max_page_sharing bounds both.
+ * A node's sharers: an open-addressed table in one array of cap entries,
+ * a power of two. Each sharer sits at the home that the keyed hash of its
+ * loc gives, or after it with no empty entry (loc 0: no slot has id 0)
+ * between, so that linking, finding and unlinking a sharer each cost
+ * O(1) expected however many sharers the node has. The hash is
+ * multiply-add-shift under a key drawn at boot, a universal family: two
+ * locs share a home with probability about 2/cap whatever they are, so a
+ * user who picks the addresses of its pages cannot pile them on one home
+ * without knowing the key; and it costs a multiplication, where a unlink
+ * hashes every sharer it moves back. A table of up to SP_SHARERS_DENSE entries may fill up (a node
+ * of two sharers, the most common, keeps two entries); a larger one grows
+ * at three quarters full and shrinks at an eighth, so resizing, which
+ * rehashes every sharer, costs O(1) amortized.
  */
+#define SP_SHARERS_DENSE	4
 
-/*
- * Move @node's sharers to a new array with room for @cap; folio locked.
- * A new one even to shrink: krealloc() keeps a smaller size in place.
- */
+static u64 sp_sharer_mul __ro_after_init;
+static u64 sp_sharer_add __ro_after_init;
+
+static unsigned int sp_sharer_home(const struct sp_knode *node, u64 loc)
+{
+	u64 h = loc * sp_sharer_mul + sp_sharer_add;
+
+	return h >> (64 - ilog2(node->cap));
+}
+
+/* Put @sh at its place in @node's table, which has room; folio locked. */
+static void sp_sharer_place(struct sp_knode *node, const struct sp_sharer *sh)
+{
+	unsigned int i = sp_sharer_home(node, sh->loc);
+
+	while (node->sharers[i].loc)
+		i = (i + 1) & (node->cap - 1);
+	node->sharers[i] = *sh;
+}
+
+/* Move @node's sharers to a new table of @cap entries; folio locked. */
 static bool sp_sharers_resize(struct sp_knode *node, unsigned int cap)
 {
-	struct sp_sharer *to;
+	struct sp_sharer *old = node->sharers;
+	unsigned int i, old_cap = node->cap;
 
-	to = kvmalloc_array(cap, sizeof(*to), GFP_KERNEL | __GFP_NOWARN);
-	if (!to)
+	node->sharers = kvcalloc(cap, sizeof(*old), GFP_KERNEL | __GFP_NOWARN);
+	if (!node->sharers) {
+		node->sharers = old;
 		return false;
-	if (node->nr_sharers)
-		memcpy(to, node->sharers, node->nr_sharers * sizeof(*to));
-	kvfree(node->sharers);
-	node->sharers = to;
+	}
 	node->cap = cap;
+	for (i = 0; i < old_cap; i++)
+		if (old[i].loc)
+			sp_sharer_place(node, &old[i]);
+	kvfree(old);
 	return true;
+}
+
+/* Would one more sharer overfill @node's table? */
+static bool sp_sharers_full(const struct sp_knode *node)
+{
+	if (node->cap <= SP_SHARERS_DENSE)
+		return node->nr_sharers == node->cap;
+	return (node->nr_sharers + 1) * 4 > node->cap * 3;
+}
+
+/* Halve @node's table once it is an eighth full; folio locked. */
+static void sp_sharers_trim(struct sp_knode *node)
+{
+	if (node->cap > SP_SHARERS_DENSE && node->nr_sharers <= node->cap / 8)
+		sp_sharers_resize(node, node->cap / 2);
+}
+
+/* The sharer of @loc in @node's table, or NULL. */
+static struct sp_sharer *sp_sharer_find(struct sp_knode *node, u64 loc)
+{
+	unsigned int i = sp_sharer_home(node, loc), n;
+
+	for (n = 0; n < node->cap; n++) {
+		if (node->sharers[i].loc == loc)
+			return &node->sharers[i];
+		if (!node->sharers[i].loc)
+			break;
+		i = (i + 1) & (node->cap - 1);
+	}
+	return NULL;
+}
+
+/*
+ * Empty entry @hole of @node's table, and close the gap it leaves: each
+ * sharer after it, up to the next empty entry, whose home is not between
+ * the hole and itself moves back into the hole, which moves on to where
+ * it was. Folio locked.
+ */
+static void sp_sharer_remove(struct sp_knode *node, unsigned int hole)
+{
+	unsigned int mask = node->cap - 1, i = hole, home;
+
+	node->sharers[hole].loc = 0;
+	for (;;) {
+		i = (i + 1) & mask;
+		if (!node->sharers[i].loc)
+			break;
+		home = sp_sharer_home(node, node->sharers[i].loc);
+		if (((i - home) & mask) < ((i - hole) & mask))
+			continue;
+		node->sharers[hole] = node->sharers[i];
+		node->sharers[i].loc = 0;
+		hole = i;
+	}
+	node->sharers[hole].anon_vma = NULL;
+}
+
+/**
+ * sp_knode_init - choose the key of the sharer tables' hash
+ */
+void __init sp_knode_init(void)
+{
+	sp_sharer_mul = get_random_u64() | 1;
+	sp_sharer_add = get_random_u64();
 }
 
 /**
  * sp_sharers_init - give a new node room for its first sharers
- * @node: the node, not yet a KSM page's
- * @cap: how many
+ * @node: the node, not yet a KSM page's, its table empty
+ * @cap: how many, a power of two, two or more
  *
  * Return: false if there is no memory for them.
  */
@@ -132,17 +227,16 @@ bool sp_sharer_link(struct sp_knode *node, struct sp_slot *slot,
 		    unsigned long addr, struct anon_vma *av)
 {
 	unsigned long vpn = addr >> PAGE_SHIFT;
+	struct sp_sharer sh = { .loc = sp_loc(slot->id, vpn), .anon_vma = av };
 
 	lockdep_assert_held(&sp_mutex);
 	if (!slot->id)
 		return false;
-	if (node->nr_sharers == node->cap &&
-	    !sp_sharers_resize(node, max(2 * node->cap, 2U)))
+	if (sp_sharers_full(node) && !sp_sharers_resize(node, 2 * node->cap))
 		return false;
 	if (!sp_entry_set(slot, vpn, node))
 		return false;
-	node->sharers[node->nr_sharers].loc = sp_loc(slot->id, vpn);
-	node->sharers[node->nr_sharers].anon_vma = av;
+	sp_sharer_place(node, &sh);
 	if (node->nr_sharers++)
 		sp_stats.sharing++;
 	else
@@ -152,25 +246,23 @@ bool sp_sharer_link(struct sp_knode *node, struct sp_slot *slot,
 }
 
 /*
- * Take sharer @i off @node, and forget its page unless @keep (its slot's
- * xarray is about to go whole); KSM folio locked or gone. The last sharer
- * takes its place.
+ * Account for sharer @sh going from @node, whose table the caller mends,
+ * and forget its page unless @keep (its slot's xarray is about to go
+ * whole); KSM folio locked or gone.
  */
-static void sp_sharer_unlink(struct sp_knode *node, unsigned int i,
+static void sp_sharer_unlink(struct sp_knode *node, struct sp_sharer *sh,
 			     bool keep)
 {
-	struct sp_sharer sh = node->sharers[i];
-	struct sp_slot *slot = sp_sharer_slot(&sh);
+	struct sp_slot *slot = sp_sharer_slot(sh);
 
-	node->sharers[i] = node->sharers[--node->nr_sharers];
-	if (node->nr_sharers)
+	if (--node->nr_sharers)
 		sp_stats.sharing--;
 	else
 		sp_stats.shared--;
-	put_anon_vma(sh.anon_vma);
+	put_anon_vma(sh->anon_vma);
 	slot->mm->ksm_merging_pages--;
 	if (!keep)
-		sp_entry_set(slot, sp_loc_addr(sh.loc) >> PAGE_SHIFT, NULL);
+		sp_entry_set(slot, sp_loc_addr(sh->loc) >> PAGE_SHIFT, NULL);
 }
 
 /* Nodes freed, ever: a batch that holds node pointers checks it. */
@@ -224,8 +316,8 @@ void sp_knode_free(struct sp_knode *node)
 	struct sp_sharer *sh;
 
 	lockdep_assert_held(&sp_mutex);
-	while (node->nr_sharers) {
-		sh = &node->sharers[node->nr_sharers - 1];
+	for (sh = sp_sharer_next(node, node->sharers); sh;
+	     sh = sp_sharer_next(node, sh + 1)) {
 		/*
 		 * ksm_remove_rmap_item is traced for each mapping but the
 		 * last one left, which pages_shared counts: the events the
@@ -235,7 +327,7 @@ void sp_knode_free(struct sp_knode *node)
 			trace_ksm_remove_rmap_item(node->kpfn,
 						   (void *)(long)sh->loc,
 						   sp_sharer_slot(sh)->mm);
-		sp_sharer_unlink(node, node->nr_sharers - 1, false);
+		sp_sharer_unlink(node, sh, false);
 	}
 	kvfree(node->sharers);
 	sp_knodes_freed++;
@@ -252,21 +344,19 @@ static void __sp_sharer_drop(struct sp_knode *node, struct sp_slot *slot,
 			     unsigned long vpn, bool keep)
 {
 	struct folio *kfolio = sp_node_folio(node, true);
-	u64 loc = sp_loc(slot->id, vpn);
-	unsigned int i;
+	struct sp_sharer *sh;
 
 	/* No folio: the node was stale, and went with every sharer. */
 	if (!kfolio)
 		return;
-	for (i = 0; i < node->nr_sharers; i++)
-		if (node->sharers[i].loc == loc)
-			break;
-	if (!WARN_ON_ONCE(i == node->nr_sharers))
-		sp_sharer_unlink(node, i, keep);
-	else if (!keep)
+	sh = sp_sharer_find(node, sp_loc(slot->id, vpn));
+	if (!WARN_ON_ONCE(!sh)) {
+		sp_sharer_unlink(node, sh, keep);
+		sp_sharer_remove(node, sh - node->sharers);
+	} else if (!keep) {
 		sp_entry_set(slot, vpn, NULL);
-	if (node->cap > 4 && node->nr_sharers <= node->cap / 4)
-		sp_sharers_resize(node, node->cap / 2);
+	}
+	sp_sharers_trim(node);
 	folio_unlock(kfolio);
 	folio_put(kfolio);
 }
@@ -284,31 +374,41 @@ void sp_sharer_drop(struct sp_knode *node, struct sp_slot *slot,
 	__sp_sharer_drop(node, slot, vpn, false);
 }
 
+/* Entries forgotten between two chances to reschedule. */
+#define SP_FORGET_BATCH	32
+
 /**
  * sp_forget - forget the pages of a range where nothing is mapped
  * @slot: the slot
  * @from: the range's first address
  * @to: the address past it
+ * @budget: how many entries it may forget; it takes off those it did
+ *
+ * Return: where it stopped: @to, or the address of the first entry left
+ * when the budget ran out.
  */
-void sp_forget(struct sp_slot *slot, unsigned long from, unsigned long to)
+unsigned long sp_forget(struct sp_slot *slot, unsigned long from,
+			unsigned long to, unsigned int *budget)
 {
 	unsigned long vpn;
 	void *entry;
 
 	lockdep_assert_held(&sp_mutex);
 	if (from >= to)
-		return;
+		return to;
 	xa_for_each_range(&slot->pages, vpn, entry, from >> PAGE_SHIFT,
 			  (to - 1) >> PAGE_SHIFT) {
+		if (!*budget)
+			return vpn << PAGE_SHIFT;
+		if (!(--*budget % SP_FORGET_BATCH))
+			cond_resched();
 		if (xa_is_value(entry))
 			sp_entry_set(slot, vpn, NULL);
 		else
 			sp_sharer_drop(entry, slot, vpn);
 	}
+	return to;
 }
-
-/* Merged pages of a slot, gathered to be dropped outside the RCU walk. */
-#define SP_FORGET_BATCH	32
 
 /*
  * Drop the sharers of @slot's merged pages from @*vpn on, a batch at a
@@ -349,31 +449,50 @@ static bool sp_forget_sharers(struct sp_slot *slot, unsigned long *vpn)
 	return n == SP_FORGET_BATCH;
 }
 
+/*
+ * Erase up to SP_FORGET_BATCH entries of @slot from @xas on, under one
+ * hold of the xarray's lock; true while there may be more.
+ */
+static bool sp_erase_some(struct sp_slot *slot, struct xa_state *xas)
+{
+	unsigned int n = 0;
+	void *entry;
+
+	xas_lock(xas);
+	xas_for_each(xas, entry, ULONG_MAX) {
+		sp_account(slot, entry, NULL);
+		xas_store(xas, NULL);
+		if (++n == SP_FORGET_BATCH) {
+			xas_pause(xas);
+			break;
+		}
+	}
+	xas_unlock(xas);
+	return n == SP_FORGET_BATCH;
+}
+
 /**
  * sp_forget_all - forget every page of a slot at once
  * @slot: the cursor's slot: its mm exited or has nothing mergeable left,
  *        or run=2 is unmerging everything. __ksm_exit() leaves it to
  *        ksmd.
  *
- * As sp_forget() over the whole address space, but in one ordered walk
- * of the xarray, which then goes whole, instead of a lookup and an erase
- * a page.
+ * As sp_forget() over the whole address space, but in ordered walks of
+ * the xarray rather than a lookup a page: the sharers first, then every
+ * entry, a batch at a time with a chance to reschedule between, and
+ * never with interrupts off, however large the mm.
  */
 void sp_forget_all(struct sp_slot *slot)
 {
 	XA_STATE(xas, &slot->pages, 0);
 	unsigned long vpn = 0;
-	void *entry;
 
 	lockdep_assert_held(&sp_mutex);
 	while (sp_forget_sharers(slot, &vpn))
 		cond_resched();
 	/* A stale node took its sharers' entries with it; count the rest. */
-	xas_lock(&xas);
-	xas_for_each(&xas, entry, ULONG_MAX)
-		sp_account(slot, entry, NULL);
-	xas_unlock(&xas);
-	xa_destroy(&slot->pages);
+	while (sp_erase_some(slot, &xas))
+		cond_resched();
 }
 
 /* Free @node if its folio has gone. */
@@ -438,3 +557,7 @@ void sp_sweep(unsigned int budget)
 		sp_next_sweep = jiffies +
 				msecs_to_jiffies(READ_ONCE(sp_chains_prune_ms));
 }
+
+#ifdef CONFIG_KSM_KNODE_KUNIT_TEST
+#include "tests/knode-kunit.h"
+#endif

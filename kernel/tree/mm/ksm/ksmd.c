@@ -13,7 +13,6 @@
  * index.c, knode.c, merge.c, visit.c, walk.c.
  */
 #include <linux/freezer.h>
-#include <linux/hashtable.h>
 #include <linux/kthread.h>
 #include <linux/mm.h>
 #include <linux/sched/mm.h>
@@ -23,6 +22,12 @@
 #include "samepage.h"
 
 #include <trace/events/ksm.h>
+
+static bool sp_should_run(void)
+{
+	return (READ_ONCE(sp_run) & SP_RUN_MERGE) && !list_empty(&sp_slots) &&
+	       !sp_offline_pending();
+}
 
 /* ksmd's, under sp_mutex: too big for its stack. */
 static struct sp_found sp_found;
@@ -96,15 +101,34 @@ static void sp_slot_done(struct sp_slot *slot)
 }
 
 /*
+ * Entries one gather may forget. Forgetting costs less than a visit, but
+ * an mm that exited or unmapped much of what ksmd tracked must not hold
+ * sp_mutex for all of it at once: sp_scan_batch() lets go of it between
+ * gathers.
+ */
+#define SP_FORGET_MAX	4096
+
+/* Let go of the gathered pages from the @i-th on: a later gather finds them. */
+static void sp_found_trim(struct sp_found *f, unsigned int i)
+{
+	while (f->nr > i)
+		put_page(f->page[--f->nr]);
+}
+
+/*
  * Gather the next pages to visit into sp_found, referenced, at most @max;
  * false at the end of a pass. Entries of addresses where the walk found no
- * page are forgotten on the way.
+ * page are forgotten on the way, at most SP_FORGET_MAX: when there are
+ * more, the gather ends there, with the pages before them or none. An
+ * exited mm is forgotten from its first entry, so that whatever the pass
+ * saw of it before it exited goes in bounded steps too.
  */
 static bool sp_gather(struct sp_slot **slotp, unsigned int max)
 {
+	unsigned int i, budget = SP_FORGET_MAX;
 	struct sp_found *f = &sp_found;
 	struct sp_slot *slot;
-	unsigned int i;
+	unsigned long stop;
 
 	if (!sp_cur.slot && !sp_pass_begin())
 		return false;
@@ -112,22 +136,30 @@ static bool sp_gather(struct sp_slot **slotp, unsigned int max)
 		if (!sp_cur.addr)
 			sp_domain_enter(slot);
 		mmap_read_lock(slot->mm);
+		*slotp = slot;
 		f->slot = slot;
 		f->nr = 0;
 		f->max = max;
-		if (atomic_read(&slot->mm->mm_users) &&
-		    sp_find_in_mm(slot->mm, sp_cur.addr, f))
+		if (!atomic_read(&slot->mm->mm_users))
+			sp_cur.addr = 0;
+		else if (sp_find_in_mm(slot->mm, sp_cur.addr, f))
 			sp_cur.saw_vma = true;
-		if (f->nr) {
-			for (i = 0; i < f->nr; i++) {
-				sp_forget(slot, sp_cur.addr, f->addr[i]);
-				sp_cur.addr = f->addr[i] + PAGE_SIZE;
+		for (i = 0; i < f->nr; i++) {
+			stop = sp_forget(slot, sp_cur.addr, f->addr[i], &budget);
+			if (stop != f->addr[i]) {
+				sp_found_trim(f, i);
+				break;
 			}
+			sp_cur.addr = f->addr[i] + PAGE_SIZE;
+		}
+		if (!f->nr)
+			stop = sp_forget(slot, sp_cur.addr, ULONG_MAX, &budget);
+		if (f->nr || stop != ULONG_MAX) {
+			if (!f->nr)
+				sp_cur.addr = stop;
 			mmap_read_unlock(slot->mm);
-			*slotp = slot;
 			return true;
 		}
-		sp_forget(slot, sp_cur.addr, ULONG_MAX);
 		sp_slot_done(slot);
 	}
 	sp_pass_end();
@@ -148,6 +180,7 @@ static unsigned int sp_visit_found(struct sp_slot *slot, unsigned int budget)
 	for (i = 0; i < f->nr; i++) {
 		if (!budget || freezing(current)) {
 			sp_cur.addr = min(sp_cur.addr, f->addr[i]);
+			sp_unvisited(slot, f->addr[i], f->how[i]);
 		} else if (sp_visit(slot, f->addr[i], f->page[i], f->how[i])) {
 			sp_stats.scanned++;
 			budget--;
@@ -159,15 +192,30 @@ static unsigned int sp_visit_found(struct sp_slot *slot, unsigned int budget)
 	return budget;
 }
 
+/*
+ * Between gathers, nothing is held but sp_mutex and the cursor: let the
+ * others that wait for sp_mutex (a sysfs store, run=2, memory going
+ * offline) in, so that none waits for more than one gather. Returns
+ * whether the batch may go on.
+ */
+static bool sp_let_others_in(void)
+{
+	mutex_unlock(&sp_mutex);
+	cond_resched();
+	mutex_lock(&sp_mutex);
+	return sp_should_run();
+}
+
 static void sp_scan_batch(unsigned int budget)
 {
 	struct sp_slot *slot;
 
 	while (budget && !freezing(current)) {
-		cond_resched();
 		if (!sp_gather(&slot, min_t(unsigned int, budget, SP_GATHER)))
 			return;
 		budget = sp_visit_found(slot, budget);
+		if (!sp_let_others_in())
+			return;
 	}
 }
 
@@ -212,12 +260,6 @@ int sp_unmerge_all(void)
 	sp_stable_for_each(&sp_stable, sp_release_orphan);
 	sp_stats.full_scans = 0;
 	return err;
-}
-
-static bool sp_should_run(void)
-{
-	return (READ_ONCE(sp_run) & SP_RUN_MERGE) && !list_empty(&sp_slots) &&
-	       !sp_offline_pending();
 }
 
 /*

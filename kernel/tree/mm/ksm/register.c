@@ -11,7 +11,7 @@
  * it and is not looking at it.
  *
  * Layering (see samepage.h): calls into core.c, domain.c, hotplug.c,
- * index.c, ksmd.c, merge.c, sysfs.c.
+ * index.c, knode.c, ksmd.c, merge.c, sysfs.c.
  */
 #define pr_fmt(fmt) "ksm: " fmt
 
@@ -37,11 +37,13 @@ int __ksm_enter(struct mm_struct *mm)
 {
 	struct sp_slot *slot;
 	bool was_empty;
+	int err;
 
 	slot = sp_slot_alloc(mm);
 	if (!slot)
 		return -ENOMEM;
 	sp_domain_register(slot);
+	mmgrab(mm);
 
 	spin_lock(&sp_slots_lock);
 	was_empty = list_empty(&sp_slots);
@@ -53,13 +55,17 @@ int __ksm_enter(struct mm_struct *mm)
 	 * it.
 	 */
 	if (sp_cur.slot && !(READ_ONCE(sp_run) & SP_RUN_UNMERGE))
-		sp_slot_link(slot, &sp_cur.slot->list);
+		err = sp_slot_link(slot, &sp_cur.slot->list);
 	else
-		sp_slot_link(slot, &sp_slots);
+		err = sp_slot_link(slot, &sp_slots);
 	spin_unlock(&sp_slots_lock);
+	if (err) {
+		sp_slot_discard(slot);
+		sp_slot_free(slot);
+		return err;
+	}
 
 	set_bit(MMF_VM_MERGEABLE, &mm->flags);
-	mmgrab(mm);
 	if (was_empty)
 		wake_up_interruptible(&sp_thread_wait);
 	trace_ksm_enter(mm);
@@ -271,6 +277,7 @@ static int __init sp_init(void)
 	int err;
 
 	sp_domain_init();
+	sp_knode_init();
 	err = sp_core_init();
 	if (!err)
 		err = sp_index_init();

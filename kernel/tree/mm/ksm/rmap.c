@@ -160,7 +160,7 @@ static bool sp_walk_sharer(struct folio *folio, struct sp_sharer *sh,
 void rmap_walk_ksm(struct folio *folio, struct rmap_walk_control *rwc)
 {
 	struct sp_knode *node;
-	unsigned int i;
+	struct sp_sharer *sh;
 	int round;
 
 	VM_WARN_ON_ONCE_FOLIO(!folio_test_locked(folio), folio);
@@ -168,10 +168,10 @@ void rmap_walk_ksm(struct folio *folio, struct rmap_walk_control *rwc)
 	if (!node)
 		return;
 	for (round = 0; round < 2; round++)
-		for (i = 0; i < node->nr_sharers; i++) {
+		for (sh = sp_sharer_next(node, node->sharers); sh;
+		     sh = sp_sharer_next(node, sh + 1)) {
 			cond_resched();
-			if (!sp_walk_sharer(folio, &node->sharers[i], rwc,
-					    round))
+			if (!sp_walk_sharer(folio, sh, rwc, round))
 				return;
 		}
 }
@@ -305,12 +305,12 @@ void collect_procs_ksm(struct folio *folio, struct page *page,
 		       struct list_head *to_kill, int force_early)
 {
 	struct sp_knode *node = sp_folio_node(folio);
-	unsigned int i;
+	struct sp_sharer *sh;
 
 	if (!node)
 		return;
-	for (i = 0; i < node->nr_sharers; i++)
-		sp_collect_sharer(&node->sharers[i], page, to_kill,
-				  force_early);
+	for (sh = sp_sharer_next(node, node->sharers); sh;
+	     sh = sp_sharer_next(node, sh + 1))
+		sp_collect_sharer(sh, page, to_kill, force_early);
 }
 #endif

@@ -23,7 +23,8 @@
  * A KSM page is a write-protected anonymous folio whose ->mapping points
  * to its &struct sp_knode, with PAGE_MAPPING_KSM set. The node keeps an
  * array of &struct sp_sharer, sixteen bytes for each mapping that ksmd set
- * up or found, which is where rmap walks look for the mappings. The node
+ * up or found, hashed by where the mapping is, which is where rmap walks
+ * look for the mappings. The node
  * sits in the stable table (&struct sp_stable_table): buckets by its key,
  * the keyed hash of its content salted by its merge domain, each bucket a
  * tree ordered by key, domain and content, so that a lookup costs O(log n)
@@ -73,7 +74,8 @@
  *   store atomic for the readers of /proc) and the existence of sharers.
  *   It is taken before any mmap_lock, folio lock or PTE lock. Functions
  *   that rely on it say so with lockdep_assert_held().
- * - sp_slots_lock: a spinlock for the list of slots and the mm hash, and
+ * - sp_slots_lock: a spinlock for the list of slots and the table of
+ *   slots by mm, and
  *   for &sp_cursor.slot, which ksmd changes holding both locks and which
  *   __ksm_enter() and __ksm_exit() read holding this one.
  * - sp_slot_ids: the xarray of slot ids has its own lock. An id is erased
@@ -107,6 +109,7 @@
 #include <linux/mm.h>
 #include <linux/mutex.h>
 #include <linux/rbtree.h>
+#include <linux/rhashtable-types.h>
 #include <linux/uidgid.h>
 #include <linux/xarray.h>
 
@@ -126,7 +129,7 @@
 /**
  * struct sp_slot - a registered mm
  * @list: on sp_slots, in scan order; under sp_slots_lock
- * @hnode: in the hash of slots by mm; under sp_slots_lock
+ * @hnode: in the table of slots by mm (core.c); under sp_slots_lock
  * @mm: the mm, mmgrab()bed while the slot lives
  * @pages: vpn -> entry (a state word, or the &struct sp_knode of the KSM
  *	page mapped there); the entries are ksmd's, under sp_mutex
@@ -144,7 +147,7 @@
  */
 struct sp_slot {
 	struct list_head list;
-	struct hlist_node hnode;
+	struct rhash_head hnode;
 	struct mm_struct *mm;
 	struct xarray pages;
 	unsigned int id;
@@ -176,13 +179,14 @@ enum sp_kn_place {
  *	list of stale nodes
  * @head: a dup's head
  * @dups: a head's dups: further KSM pages of the same content
- * @sharers: the mappings known to ksmd, @nr_sharers of them, room for @cap
+ * @sharers: the mappings known to ksmd, @nr_sharers of them, in a table
+ *	of @cap entries hashed by loc (knode.c); sp_sharer_next()
  * @kpfn: the pfn of the KSM folio; folio_migrate_ksm() moves it
  * @key: the index key, the content hash XORed with the domain's salt
  * @dom: the merge domain of every sharer the page took
  * @nid: the NUMA node of the folio; folio_migrate_ksm() moves it
  * @nr_sharers: entries used in @sharers
- * @cap: entries allocated in @sharers
+ * @cap: entries allocated in @sharers, a power of two
  * @place: an enum sp_kn_place
  *
  * The folio's ->mapping points to the node. Everything but @kpfn and @nid
@@ -219,6 +223,22 @@ struct sp_sharer {
 	u64 loc;
 	struct anon_vma *anon_vma;
 };
+
+/*
+ * The first sharer of @node at or after entry @sh of its table, or NULL;
+ * an empty entry has loc 0. A walk of every sharer goes
+ * for (sh = sp_sharer_next(node, node->sharers); sh;
+ *      sh = sp_sharer_next(node, sh + 1))
+ * under the node's folio lock, or sp_mutex once the folio is gone.
+ */
+static inline struct sp_sharer *sp_sharer_next(struct sp_knode *node,
+					       struct sp_sharer *sh)
+{
+	for (; sh < node->sharers + node->cap; sh++)
+		if (sh->loc)
+			return sh;
+	return NULL;
+}
 
 /* The loc of page @vpn of the slot of id @id. */
 static inline u64 sp_loc(unsigned int id, unsigned long vpn)
@@ -377,8 +397,9 @@ extern struct kmem_cache *sp_node_cache;
 int sp_core_init(void);
 struct sp_slot *sp_slot_alloc(struct mm_struct *mm);
 struct sp_slot *sp_slot_of(struct mm_struct *mm);
-void sp_slot_link(struct sp_slot *slot, struct list_head *before);
+int sp_slot_link(struct sp_slot *slot, struct list_head *before);
 void sp_slot_unlink(struct sp_slot *slot);
+void sp_slot_discard(struct sp_slot *slot);
 void sp_slot_free(struct sp_slot *slot);
 
 /*
@@ -417,6 +438,7 @@ int sp_unmerge_all(void);
 #define SP_FOUND_CLEAN	BIT(0)	/* not written since its hash: no read */
 #define SP_FOUND_WP	BIT(1)	/* write-protected and clean: hash it now */
 #define SP_FOUND_WANT	BIT(2)	/* the walk's own: to write-protect */
+#define SP_FOUND_UNSURE	BIT(3)	/* may have changed unseen: read it */
 
 /**
  * struct sp_found - the pages one walk found, in address order
@@ -442,8 +464,10 @@ bool sp_find_in_mm(struct mm_struct *mm, unsigned long from,
 /* visit.c */
 bool sp_visit(struct sp_slot *slot, unsigned long addr, struct page *page,
 	      unsigned int how);
+void sp_unvisited(struct sp_slot *slot, unsigned long addr, unsigned int how);
 
-/* knode.c: all under sp_mutex. */
+/* knode.c: all under sp_mutex, but the first. */
+void sp_knode_init(void);
 bool sp_entry_set(struct sp_slot *slot, unsigned long vpn, void *new);
 void sp_set_state(struct sp_slot *slot, unsigned long vpn, unsigned long st);
 bool sp_sharers_init(struct sp_knode *node, unsigned int cap);
@@ -451,7 +475,8 @@ bool sp_sharer_link(struct sp_knode *node, struct sp_slot *slot,
 		    unsigned long addr, struct anon_vma *av);
 void sp_sharer_drop(struct sp_knode *node, struct sp_slot *slot,
 		    unsigned long vpn);
-void sp_forget(struct sp_slot *slot, unsigned long from, unsigned long to);
+unsigned long sp_forget(struct sp_slot *slot, unsigned long from,
+			unsigned long to, unsigned int *budget);
 void sp_forget_all(struct sp_slot *slot);
 void sp_release_orphan(struct sp_knode *node);
 void sp_knode_free(struct sp_knode *node);
@@ -460,6 +485,7 @@ void sp_knode_reap(void);
 void sp_sweep(unsigned int budget);
 
 /* index.c */
+unsigned long sp_index_of(u64 key, unsigned int bits);
 u64 sp_hash_page(struct page *page);
 int sp_page_cmp(struct page *a, struct page *b);
 /* The hash of an all-zero page. */

@@ -579,7 +579,16 @@ bool sp_visit(struct sp_slot *slot, unsigned long addr, struct page *page,
 		sp_adopt(slot, addr, folio);
 		return true;
 	}
-	st = sp_smart_age(entry ? xa_to_value(entry) : 0, &skip);
+	st = entry ? xa_to_value(entry) : 0;
+	/*
+	 * Written since it was hashed protected, or left writable (walk.c):
+	 * it may have changed unseen. Read it now and at the next visits,
+	 * so that it merges within passes as without smart scan, and never
+	 * leave a state word saying protected with a hash from before.
+	 */
+	if (how & SP_FOUND_UNSURE)
+		st = sp_st_make(sp_st_hash(st), sp_st_cand(st), 0, 0);
+	st = sp_smart_age(st, &skip);
 	if (skip) {
 		sp_set_state(slot, vpn, st);
 		sp_stats.skipped++;
@@ -603,6 +612,30 @@ bool sp_visit(struct sp_slot *slot, unsigned long addr, struct page *page,
 		return true;
 	sp_note_unmerged(slot, vpn, entry, hash, cand, st);
 	return true;
+}
+
+/**
+ * sp_unvisited - a page the walk found is left for a later batch
+ * @slot: the slot of the page's mm; ksmd holds sp_mutex
+ * @addr: the page's address
+ * @how: what the walk learnt of it
+ *
+ * The walk may have protected and cleaned the page after a write: its
+ * state word must not go on saying that its hash was taken protected, or
+ * the next walk would trust the hash from before the write. (A page the
+ * walk left writable has no such word, and is skipped alike.)
+ */
+void sp_unvisited(struct sp_slot *slot, unsigned long addr, unsigned int how)
+{
+	unsigned long vpn = addr >> PAGE_SHIFT;
+	void *entry;
+
+	lockdep_assert_held(&sp_mutex);
+	if (!(how & SP_FOUND_UNSURE))
+		return;
+	entry = xa_load(&slot->pages, vpn);
+	if (xa_is_value(entry))
+		sp_set_state(slot, vpn, sp_st_set_wp(xa_to_value(entry), false));
 }
 
 #ifdef CONFIG_KSM_VISIT_KUNIT_TEST

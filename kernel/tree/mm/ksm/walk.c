@@ -111,11 +111,13 @@ static bool sp_vma_clean_skip(struct vm_area_struct *vma)
  * a page seen for the first time, or one that held still over the last
  * pass and found no pair (a candidate), is to be protected before it is
  * hashed. A page seen changing at its last visit is not: it would most
- * likely fault again soon.
+ * likely fault again soon. A page protected for its last hash and written
+ * since is also SP_FOUND_UNSURE: it may have changed.
  */
 static u8 sp_clean_state(struct xa_state *xas, pte_t pte, unsigned long addr)
 {
 	unsigned long vpn = addr >> PAGE_SHIFT;
+	u8 unsure = 0;
 	unsigned long st;
 	void *e;
 
@@ -125,10 +127,13 @@ static u8 sp_clean_state(struct xa_state *xas, pte_t pte, unsigned long addr)
 	if (!xa_is_value(e))
 		return 0;
 	st = xa_to_value(e);
-	if (sp_st_wp(st) && !pte_write(pte) && !pte_dirty(pte))
-		return (vpn + sp_stats.full_scans) % SP_RECHECK ?
-		       SP_FOUND_CLEAN : SP_FOUND_WP;
-	return sp_st_cand(st) ? SP_FOUND_WANT : 0;
+	if (sp_st_wp(st)) {
+		if (!pte_write(pte) && !pte_dirty(pte))
+			return (vpn + sp_stats.full_scans) % SP_RECHECK ?
+			       SP_FOUND_CLEAN : SP_FOUND_WP;
+		unsure = SP_FOUND_UNSURE;
+	}
+	return (sp_st_cand(st) ? SP_FOUND_WANT : 0) | unsure;
 }
 
 /*
@@ -196,8 +201,8 @@ static bool sp_unpinned(struct page *page)
  * (__collapse_huge_page_isolate() refuses one without: SCAN_PAGE_RO), and
  * protecting pages that are not merged must not keep a range from
  * collapsing. So when every writable PTE of the table is one the walk
- * wants protected, the first of those stays as it is (and is read at
- * every visit).
+ * wants protected, the first of those stays as it is, SP_FOUND_UNSURE:
+ * read at every visit, smart scan or not.
  */
 static void sp_leave_one_writable(pte_t *table, struct sp_found *f,
 				  unsigned int first, unsigned int last)
@@ -223,7 +228,7 @@ static void sp_leave_one_writable(pte_t *table, struct sp_found *f,
 			keep = i;
 	}
 	if (keep < f->nr)
-		f->how[keep] &= ~SP_FOUND_WANT;
+		f->how[keep] = (f->how[keep] & ~SP_FOUND_WANT) | SP_FOUND_UNSURE;
 }
 
 /*

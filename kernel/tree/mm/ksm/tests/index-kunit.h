@@ -492,6 +492,20 @@ static void sp_test_state_word(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, xa_to_value(xa_mk_value(st)), st);
 }
 
+/* Table places use every bit asked for, past 32 too. */
+static void sp_test_index_width(struct kunit *test)
+{
+	u64 key, max = 0;
+
+	KUNIT_EXPECT_LT(test, sp_index_of(U64_MAX, 1), 2UL);
+	if (BITS_PER_LONG < 64)
+		kunit_skip(test, "a table of 2^32 places needs 64 bits");
+	for (key = 1; key < 1000; key++)
+		max = max_t(u64, max, sp_index_of(key, 40));
+	KUNIT_EXPECT_LT(test, max, BIT_ULL(40));
+	KUNIT_EXPECT_GE(test, max, BIT_ULL(39));
+}
+
 static struct kunit_case sp_index_cases[] = {
 	KUNIT_CASE(sp_test_hash),
 	KUNIT_CASE(sp_test_hash_every_bit),
@@ -505,6 +519,7 @@ static struct kunit_case sp_index_cases[] = {
 	KUNIT_CASE(sp_test_stable_collisions),
 	KUNIT_CASE(sp_test_stable_sweep),
 	KUNIT_CASE(sp_test_state_word),
+	KUNIT_CASE(sp_test_index_width),
 	{}
 };
 

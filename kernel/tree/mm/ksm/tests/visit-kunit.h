@@ -85,17 +85,29 @@ static void sp_test_forget_range(struct kunit *test)
 {
 	struct sp_test_ctx *c = sp_test_begin(test);
 	unsigned long tracked = sp_stats.tracked;
+	unsigned int budget = 100;
 	unsigned long vpn;
 
 	for (vpn = 1; vpn <= 8; vpn++)
 		sp_set_state(&c->slot, vpn, sp_st_make(vpn, vpn & 1, 0, 0));
 	KUNIT_EXPECT_EQ(test, sp_stats.tracked, tracked + 8);
 	/* Pages 3 to 5 are gone from the address space. */
-	sp_forget(&c->slot, 3 << PAGE_SHIFT, 6 << PAGE_SHIFT);
+	KUNIT_EXPECT_EQ(test, sp_forget(&c->slot, 3 << PAGE_SHIFT,
+					6 << PAGE_SHIFT, &budget),
+			6UL << PAGE_SHIFT);
+	KUNIT_EXPECT_EQ(test, budget, 97U);
 	KUNIT_EXPECT_EQ(test, sp_stats.tracked, tracked + 5);
 	KUNIT_EXPECT_NULL(test, xa_load(&c->slot.pages, 4));
 	KUNIT_EXPECT_NOT_NULL(test, xa_load(&c->slot.pages, 6));
-	sp_forget(&c->slot, 0, ULONG_MAX);
+	/* A budget of two stops at the third entry left, page 6. */
+	budget = 2;
+	KUNIT_EXPECT_EQ(test, sp_forget(&c->slot, 0, ULONG_MAX, &budget),
+			6UL << PAGE_SHIFT);
+	KUNIT_EXPECT_EQ(test, budget, 0U);
+	KUNIT_EXPECT_EQ(test, sp_stats.tracked, tracked + 3);
+	budget = 100;
+	KUNIT_EXPECT_EQ(test, sp_forget(&c->slot, 6 << PAGE_SHIFT, ULONG_MAX,
+					&budget), ULONG_MAX);
 	KUNIT_EXPECT_EQ(test, sp_stats.tracked, tracked);
 	KUNIT_EXPECT_EQ(test, c->mm->ksm_rmap_items, 0UL);
 	sp_test_end(c);
