@@ -450,24 +450,25 @@ static bool sp_forget_sharers(struct sp_slot *slot, unsigned long *vpn)
 }
 
 /*
- * Erase up to SP_FORGET_BATCH entries of @slot from @xas on, under one
- * hold of the xarray's lock; true while there may be more.
+ * Erase up to SP_FORGET_BATCH entries of @slot from *@vpn on, under one
+ * hold of the xarray's lock; true while there may be more. Each is found
+ * and erased by its index: an erase under an iteration's state can end
+ * the iteration early, when the tree shrinks under it.
  */
-static bool sp_erase_some(struct sp_slot *slot, struct xa_state *xas)
+static bool sp_erase_some(struct sp_slot *slot, unsigned long *vpn)
 {
-	unsigned int n = 0;
+	unsigned int n;
 	void *entry;
 
-	xas_lock(xas);
-	xas_for_each(xas, entry, ULONG_MAX) {
-		sp_account(slot, entry, NULL);
-		xas_store(xas, NULL);
-		if (++n == SP_FORGET_BATCH) {
-			xas_pause(xas);
+	xa_lock(&slot->pages);
+	for (n = 0; n < SP_FORGET_BATCH; n++) {
+		entry = xa_find(&slot->pages, vpn, ULONG_MAX, XA_PRESENT);
+		if (!entry)
 			break;
-		}
+		sp_account(slot, entry, NULL);
+		__xa_erase(&slot->pages, *vpn);
 	}
-	xas_unlock(xas);
+	xa_unlock(&slot->pages);
 	return n == SP_FORGET_BATCH;
 }
 
@@ -484,14 +485,14 @@ static bool sp_erase_some(struct sp_slot *slot, struct xa_state *xas)
  */
 void sp_forget_all(struct sp_slot *slot)
 {
-	XA_STATE(xas, &slot->pages, 0);
 	unsigned long vpn = 0;
 
 	lockdep_assert_held(&sp_mutex);
 	while (sp_forget_sharers(slot, &vpn))
 		cond_resched();
 	/* A stale node took its sharers' entries with it; count the rest. */
-	while (sp_erase_some(slot, &xas))
+	vpn = 0;
+	while (sp_erase_some(slot, &vpn))
 		cond_resched();
 }
 
