@@ -37,7 +37,12 @@
  *                            equal contents: they merge within three
  *                            scans, as with smart_scan=0 (a page ksmd
  *                            knows was written is read at its next
- *                            visits; mainline skips it on its schedule)
+ *                            visits; mainline skips it on its schedule).
+ *                            One PTE table holds them, after a page made
+ *                            mergeable last: the walk leaves one page it
+ *                            would protect in a table writable (for
+ *                            khugepaged), and such a page is skipped on
+ *                            mainline's schedule
  *
  * 32-bit kernels read every page at every visit: the two samepage-only
  * tests skip there.
@@ -316,6 +321,28 @@ static void test_notifier(void)
 }
 
 /*
+ * A PTE table's worth of address space, 2 MiB aligned and of small pages:
+ * its first page, then A, then B. *@raw is what to munmap.
+ */
+static bool table_regions(struct regions *r, char **raw)
+{
+	const size_t span = 2UL << 20;
+	char *t;
+
+	*raw = mmap(NULL, 2 * span, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (!CHECK(*raw != MAP_FAILED, "mmap"))
+		return false;
+	t = (char *)(((uintptr_t)*raw + span - 1) & ~(span - 1));
+	if (!CHECK(madvise(t, span, MADV_NOHUGEPAGE) == 0, "MADV_NOHUGEPAGE"))
+		return false;
+	fill_page(t, 0, SEED_C + 1);
+	r->a = t + page_size;
+	r->b = r->a + N * page_size;
+	return true;
+}
+
+/*
  * Smart scan, A and B in GROUPS groups made mergeable one scan apart, then
  * held still for AGE_SCANS scans: by then smart scan grants each page
  * skips, the groups on different schedules. Then both take SEED_C.
@@ -324,6 +351,7 @@ static void test_smart_written(void)
 {
 	const int per = N / GROUPS;
 	struct regions r = {};
+	char *raw = NULL;
 	int s, g;
 
 	if (sizeof(long) < 8) {
@@ -336,10 +364,9 @@ static void test_smart_written(void)
 	}
 	if (!CHECK(ksm_reset() == 0, "reset") ||
 	    !CHECK(ksm_write("smart_scan", 1) == 0, "smart_scan=1") ||
-	    !CHECK(ksm_step_mode() == 0, "step mode"))
+	    !CHECK(ksm_step_mode() == 0, "step mode") ||
+	    !table_regions(&r, &raw))
 		goto out;
-	r.a = map_pages(N);
-	r.b = map_pages(N);
 	for (int i = 0; i < N; i++) {
 		fill_page(r.a, i, SEED_A);
 		fill_page(r.b, i, SEED_B);
@@ -351,6 +378,9 @@ static void test_smart_written(void)
 		    !CHECK(ksm_step(), "scan after group %d", g))
 			goto out;
 	}
+	/* Last, so that it is the page the walk leaves writable from now. */
+	if (!CHECK(merge_pages(r.a - page_size, 1) == 0, "madvise first"))
+		goto out;
 	for (s = 0; s < AGE_SCANS; s++)
 		if (!CHECK(ksm_step(), "scan %d", s))
 			goto out;
@@ -368,8 +398,8 @@ static void test_smart_written(void)
 	CHECK(pages_wrong(r.a, N, SEED_C) == 0, "content of A");
 	CHECK(pages_wrong(r.b, N, SEED_C) == 0, "content of B");
 out:
-	if (r.a)
-		regions_free(&r);
+	if (raw && raw != MAP_FAILED)
+		munmap(raw, 4UL << 20);
 	ksm_write("smart_scan", 0);
 	ktap_result(checks_passed(), "clean_smart_written");
 }

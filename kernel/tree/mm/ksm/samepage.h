@@ -438,7 +438,7 @@ int sp_unmerge_all(void);
 #define SP_FOUND_CLEAN	BIT(0)	/* not written since its hash: no read */
 #define SP_FOUND_WP	BIT(1)	/* write-protected and clean: hash it now */
 #define SP_FOUND_WANT	BIT(2)	/* the walk's own: to write-protect */
-#define SP_FOUND_UNSURE	BIT(3)	/* may have changed unseen: read it */
+#define SP_FOUND_UNSURE	BIT(3)	/* written since hashed protected */
 
 /**
  * struct sp_found - the pages one walk found, in address order

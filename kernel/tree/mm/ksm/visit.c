@@ -581,10 +581,10 @@ bool sp_visit(struct sp_slot *slot, unsigned long addr, struct page *page,
 	}
 	st = entry ? xa_to_value(entry) : 0;
 	/*
-	 * Written since it was hashed protected, or left writable (walk.c):
-	 * it may have changed unseen. Read it now and at the next visits,
-	 * so that it merges within passes as without smart scan, and never
-	 * leave a state word saying protected with a hash from before.
+	 * Written since it was hashed protected: it may have changed. Read
+	 * it now and at the next visits, so that it merges within passes as
+	 * without smart scan, and never leave a state word saying protected
+	 * with a hash from before.
 	 */
 	if (how & SP_FOUND_UNSURE)
 		st = sp_st_make(sp_st_hash(st), sp_st_cand(st), 0, 0);
@@ -622,8 +622,7 @@ bool sp_visit(struct sp_slot *slot, unsigned long addr, struct page *page,
  *
  * The walk may have protected and cleaned the page after a write: its
  * state word must not go on saying that its hash was taken protected, or
- * the next walk would trust the hash from before the write. (A page the
- * walk left writable has no such word, and is skipped alike.)
+ * the next walk would trust the hash from before the write.
  */
 void sp_unvisited(struct sp_slot *slot, unsigned long addr, unsigned int how)
 {

@@ -201,8 +201,8 @@ static bool sp_unpinned(struct page *page)
  * (__collapse_huge_page_isolate() refuses one without: SCAN_PAGE_RO), and
  * protecting pages that are not merged must not keep a range from
  * collapsing. So when every writable PTE of the table is one the walk
- * wants protected, the first of those stays as it is, SP_FOUND_UNSURE:
- * read at every visit, smart scan or not.
+ * wants protected, the first of those stays as it is (and is read at
+ * every visit that smart scan does not skip).
  */
 static void sp_leave_one_writable(pte_t *table, struct sp_found *f,
 				  unsigned int first, unsigned int last)
@@ -228,7 +228,7 @@ static void sp_leave_one_writable(pte_t *table, struct sp_found *f,
 			keep = i;
 	}
 	if (keep < f->nr)
-		f->how[keep] = (f->how[keep] & ~SP_FOUND_WANT) | SP_FOUND_UNSURE;
+		f->how[keep] &= ~SP_FOUND_WANT;
 }
 
 /*
