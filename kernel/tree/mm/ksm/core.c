@@ -142,7 +142,6 @@ void sp_slot_discard(struct sp_slot *slot)
 {
 	if (slot->id)
 		xa_erase(&sp_slot_ids, slot->id);
-	slot->id = 0;
 }
 
 /**

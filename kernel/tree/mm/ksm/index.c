@@ -195,18 +195,13 @@ static_assert(SP_CE_ID_MAX == SP_SLOT_ID_MAX);
 /* Hits on one hash worth confirming: past this, collisions are an attack. */
 #define SP_PROBE_HITS	8
 
-/**
- * sp_index_of - the place of a key in a table of 2^@bits places
- * @key: the key
- * @bits: log2 of the table's size, 1 to 63
- *
- * The top @bits bits of the key times the golden ratio, as hash_64()
- * gives, but with no cap at 32 bits: a table of 2^33 places or more uses
- * all of them.
- *
- * Return: the place, below 2^@bits.
+/*
+ * The place of @key in a table of 2^@bits places (@bits from 1 to 63):
+ * the top @bits bits of the key times the golden ratio, as hash_64()
+ * gives, but with no cap at 32 bits, so that a table of 2^33 places or
+ * more uses all of them.
  */
-unsigned long sp_index_of(u64 key, unsigned int bits)
+static unsigned long sp_index_of(u64 key, unsigned int bits)
 {
 	return (unsigned long)((key * GOLDEN_RATIO_64) >> (64 - bits));
 }

@@ -89,11 +89,12 @@ void sp_set_state(struct sp_slot *slot, unsigned long vpn, unsigned long st)
  * multiply-add-shift under a key drawn at boot, a universal family: two
  * locs share a home with probability about 2/cap whatever they are, so a
  * user who picks the addresses of its pages cannot pile them on one home
- * without knowing the key; and it costs a multiplication, where a unlink
- * hashes every sharer it moves back. A table of up to SP_SHARERS_DENSE entries may fill up (a node
- * of two sharers, the most common, keeps two entries); a larger one grows
- * at three quarters full and shrinks at an eighth, so resizing, which
- * rehashes every sharer, costs O(1) amortized.
+ * without knowing the key; and it costs a multiplication, where an
+ * unlink hashes every sharer it moves back. A table of up to
+ * SP_SHARERS_DENSE entries may fill up (a node of two sharers, the most
+ * common, keeps two entries); a larger one grows at three quarters full
+ * and shrinks at an eighth, so resizing, which rehashes every sharer,
+ * costs O(1) amortized.
  */
 #define SP_SHARERS_DENSE	4
 
@@ -188,7 +189,6 @@ static void sp_sharer_remove(struct sp_knode *node, unsigned int hole)
 		node->sharers[i].loc = 0;
 		hole = i;
 	}
-	node->sharers[hole].anon_vma = NULL;
 }
 
 /**

@@ -152,15 +152,16 @@ static bool sp_gather(struct sp_slot **slotp, unsigned int max)
 			}
 			sp_cur.addr = f->addr[i] + PAGE_SIZE;
 		}
-		if (!f->nr)
+		if (!f->nr) {
 			stop = sp_forget(slot, sp_cur.addr, ULONG_MAX, &budget);
-		if (f->nr || stop != ULONG_MAX) {
-			if (!f->nr)
-				sp_cur.addr = stop;
-			mmap_read_unlock(slot->mm);
-			return true;
+			if (stop == ULONG_MAX) {
+				sp_slot_done(slot);
+				continue;
+			}
+			sp_cur.addr = stop;
 		}
-		sp_slot_done(slot);
+		mmap_read_unlock(slot->mm);
+		return true;
 	}
 	sp_pass_end();
 	return false;

@@ -24,11 +24,11 @@
  * to its &struct sp_knode, with PAGE_MAPPING_KSM set. The node keeps an
  * array of &struct sp_sharer, sixteen bytes for each mapping that ksmd set
  * up or found, hashed by where the mapping is, which is where rmap walks
- * look for the mappings. The node
- * sits in the stable table (&struct sp_stable_table): buckets by its key,
- * the keyed hash of its content salted by its merge domain, each bucket a
- * tree ordered by key, domain and content, so that a lookup costs O(log n)
- * compares however the keys collide. Further KSM pages of one content hang
+ * look for the mappings. The node sits in the stable table (&struct
+ * sp_stable_table): buckets by its key, the keyed hash of its content
+ * salted by its merge domain, each bucket a tree ordered by key, domain
+ * and content, so that a lookup costs O(log n) compares however the keys
+ * collide. Further KSM pages of one content hang
  * on the first as its dups.
  *
  * Candidates are pages whose hash did not change between two visits; they
@@ -75,9 +75,8 @@
  *   It is taken before any mmap_lock, folio lock or PTE lock. Functions
  *   that rely on it say so with lockdep_assert_held().
  * - sp_slots_lock: a spinlock for the list of slots and the table of
- *   slots by mm, and
- *   for &sp_cursor.slot, which ksmd changes holding both locks and which
- *   __ksm_enter() and __ksm_exit() read holding this one.
+ *   slots by mm, and for &sp_cursor.slot, which ksmd changes holding both
+ *   locks and which __ksm_enter() and __ksm_exit() read holding this one.
  * - sp_slot_ids: the xarray of slot ids has its own lock. An id is erased
  *   when its slot is unregistered, after every sharer that names it was
  *   dropped; so a sharer's id names a live slot while the sharer exists,
@@ -485,7 +484,6 @@ void sp_knode_reap(void);
 void sp_sweep(unsigned int budget);
 
 /* index.c */
-unsigned long sp_index_of(u64 key, unsigned int bits);
 u64 sp_hash_page(struct page *page);
 int sp_page_cmp(struct page *a, struct page *b);
 /* The hash of an all-zero page. */
