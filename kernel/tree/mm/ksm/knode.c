@@ -219,15 +219,19 @@ bool sp_sharers_init(struct sp_knode *node, unsigned int cap)
  * @addr: the mapping's address
  * @av: the anon_vma of its VMA, referenced: the reference goes to the
  *      sharer, or stays the caller's on failure
+ * @pgoff: the page's linear index in that VMA (linear_page_index())
  *
  * Return: false if the slot has no id, or the sharer or the page's entry
  * could not be stored.
  */
 bool sp_sharer_link(struct sp_knode *node, struct sp_slot *slot,
-		    unsigned long addr, struct anon_vma *av)
+		    unsigned long addr, struct anon_vma *av, pgoff_t pgoff)
 {
 	unsigned long vpn = addr >> PAGE_SHIFT;
-	struct sp_sharer sh = { .loc = sp_loc(slot->id, vpn), .anon_vma = av };
+	struct sp_sharer sh = {
+		.loc = sp_loc(slot->id, vpn),
+		.av = (unsigned long)av | (pgoff == vpn ? SP_SHARER_LINEAR : 0),
+	};
 
 	lockdep_assert_held(&sp_mutex);
 	if (!slot->id)
@@ -259,7 +263,7 @@ static void sp_sharer_unlink(struct sp_knode *node, struct sp_sharer *sh,
 		sp_stats.sharing--;
 	else
 		sp_stats.shared--;
-	put_anon_vma(sh->anon_vma);
+	put_anon_vma(sp_sharer_av(sh));
 	slot->mm->ksm_merging_pages--;
 	if (!keep)
 		sp_entry_set(slot, sp_loc_addr(sh->loc) >> PAGE_SHIFT, NULL);

@@ -111,6 +111,36 @@ struct folio *sp_node_folio_try(struct sp_knode *node, bool lock)
 }
 
 /*
+ * The linear indexes of the VMAs of @sh's anon_vma that may map its page:
+ * the page's own for a linear sharer, every one for another.
+ */
+static void sp_sharer_span(const struct sp_sharer *sh, pgoff_t *first,
+			   pgoff_t *last)
+{
+	*first = 0;
+	*last = ULONG_MAX;
+	if (sp_sharer_linear(sh))
+		*first = *last = sp_loc_addr(sh->loc) >> PAGE_SHIFT;
+}
+
+/*
+ * Where @vma, found in @sh's span, would map the page, or -EFAULT. A
+ * linear sharer's index finds it wherever mremap() moved the VMA; these
+ * are the addresses rmap_walk_anon() computes (vma_address()).
+ */
+static unsigned long sp_sharer_addr(const struct sp_sharer *sh,
+				    struct vm_area_struct *vma)
+{
+	unsigned long addr = sp_loc_addr(sh->loc);
+
+	if (sp_sharer_linear(sh))
+		return vma_address(vma, addr >> PAGE_SHIFT, 1);
+	if (addr < vma->vm_start || addr >= vma->vm_end)
+		return -EFAULT;
+	return addr;
+}
+
+/*
  * Visit the VMAs that map the KSM page through @sh's anon_vma: on the
  * first round only the sharer's own mm, on the second the others, which
  * forked from it since ksmd last looked. Returns false to end the walk.
@@ -118,11 +148,12 @@ struct folio *sp_node_folio_try(struct sp_knode *node, bool lock)
 static bool sp_walk_sharer(struct folio *folio, struct sp_sharer *sh,
 			   struct rmap_walk_control *rwc, bool others)
 {
-	unsigned long addr = sp_loc_addr(sh->loc);
 	struct mm_struct *mm = sp_sharer_slot(sh)->mm;
-	struct anon_vma *av = sh->anon_vma;
+	struct anon_vma *av = sp_sharer_av(sh);
 	struct anon_vma_chain *avc;
 	bool go_on = true;
+	pgoff_t first, last;
+	unsigned long addr;
 
 	if (!anon_vma_trylock_read(av)) {
 		if (rwc->try_lock) {
@@ -131,14 +162,14 @@ static bool sp_walk_sharer(struct folio *folio, struct sp_sharer *sh,
 		}
 		anon_vma_lock_read(av);
 	}
-	anon_vma_interval_tree_foreach(avc, &av->rb_root, 0, ULONG_MAX) {
+	sp_sharer_span(sh, &first, &last);
+	anon_vma_interval_tree_foreach(avc, &av->rb_root, first, last) {
 		struct vm_area_struct *vma = avc->vma;
 		bool own = vma->vm_mm == mm;
 
 		cond_resched();
-		if (addr < vma->vm_start || addr >= vma->vm_end)
-			continue;
-		if (own == others)
+		addr = sp_sharer_addr(sh, vma);
+		if (addr == -EFAULT || own == others)
 			continue;
 		if (rwc->invalid_vma && rwc->invalid_vma(vma, rwc->arg))
 			continue;
@@ -270,28 +301,35 @@ drop:
 }
 
 #ifdef CONFIG_MEMORY_FAILURE
-/* Queue every task of @t's mm that maps @sh's page for a SIGBUS. */
+/*
+ * Queue every task whose mm maps @sh's page, through a VMA of @sh's span,
+ * for a SIGBUS: the walk collect_procs_anon() makes for an anonymous page.
+ */
 static void sp_collect_sharer(struct sp_sharer *sh, struct page *page,
 			      struct list_head *to_kill, int force_early)
 {
+	struct anon_vma *av = sp_sharer_av(sh);
 	struct anon_vma_chain *avc;
 	struct task_struct *tsk, *t;
+	pgoff_t first, last;
+	unsigned long addr;
 
-	anon_vma_lock_read(sh->anon_vma);
+	sp_sharer_span(sh, &first, &last);
+	anon_vma_lock_read(av);
 	rcu_read_lock();
 	for_each_process(tsk) {
 		t = task_early_kill(tsk, force_early);
 		if (!t)
 			continue;
-		anon_vma_interval_tree_foreach(avc, &sh->anon_vma->rb_root, 0,
-					       ULONG_MAX) {
-			if (avc->vma->vm_mm == t->mm)
+		anon_vma_interval_tree_foreach(avc, &av->rb_root, first, last) {
+			addr = sp_sharer_addr(sh, avc->vma);
+			if (avc->vma->vm_mm == t->mm && addr != -EFAULT)
 				add_to_kill_ksm(t, page, avc->vma, to_kill,
-						sp_loc_addr(sh->loc));
+						addr);
 		}
 	}
 	rcu_read_unlock();
-	anon_vma_unlock_read(sh->anon_vma);
+	anon_vma_unlock_read(av);
 }
 
 /**

@@ -215,13 +215,32 @@ struct sp_knode {
  * @loc: where the mapping is: the slot id in the low SP_SLOT_ID_BITS bits
  *	and the virtual page number above (44 bits hold every user address
  *	of 5-level paging); see sp_loc()
- * @anon_vma: the anon_vma of the mapping's VMA, referenced: where rmap
- *	walks start
+ * @av: the anon_vma of the mapping's VMA, referenced, where rmap walks
+ *	start; SP_SHARER_LINEAR set in bit 0 when the page's linear index
+ *	in its VMA (linear_page_index()) was its virtual page number, as
+ *	it is in every anonymous VMA that mremap() never moved
+ *
+ * A linear sharer's rmap walks look up only the VMAs whose range of
+ * linear indexes holds the page's, and find the page in each from that
+ * index, wherever mremap() has moved the VMA since; another's visit every
+ * VMA of its anon_vma for the ones that hold its address.
  */
 struct sp_sharer {
 	u64 loc;
-	struct anon_vma *anon_vma;
+	unsigned long av;
 };
+
+#define SP_SHARER_LINEAR	1UL
+
+static inline struct anon_vma *sp_sharer_av(const struct sp_sharer *sh)
+{
+	return (struct anon_vma *)(sh->av & ~SP_SHARER_LINEAR);
+}
+
+static inline bool sp_sharer_linear(const struct sp_sharer *sh)
+{
+	return sh->av & SP_SHARER_LINEAR;
+}
 
 /*
  * The first sharer of @node at or after entry @sh of its table, or NULL;
@@ -438,13 +457,16 @@ int sp_unmerge_all(void);
 #define SP_FOUND_WP	BIT(1)	/* write-protected and clean: hash it now */
 #define SP_FOUND_WANT	BIT(2)	/* the walk's own: to write-protect */
 #define SP_FOUND_UNSURE	BIT(3)	/* written since hashed protected */
+#define SP_FOUND_MERGED	BIT(4)	/* maps its KSM page, as recorded: no page */
+#define SP_FOUND_AWAY	BIT(5)	/* under migration: keep its entry; no page */
 
 /**
  * struct sp_found - the pages one walk found, in address order
  * @slot: the slot whose mm the walk is in
  * @nr: pages found
  * @max: stop the walk at this many
- * @page: the pages, each referenced
+ * @page: the pages, each referenced; NULL for SP_FOUND_MERGED and
+ *	SP_FOUND_AWAY
  * @addr: their addresses
  * @how: SP_FOUND_* flags: what the walk learnt of each
  */
@@ -471,7 +493,7 @@ bool sp_entry_set(struct sp_slot *slot, unsigned long vpn, void *new);
 void sp_set_state(struct sp_slot *slot, unsigned long vpn, unsigned long st);
 bool sp_sharers_init(struct sp_knode *node, unsigned int cap);
 bool sp_sharer_link(struct sp_knode *node, struct sp_slot *slot,
-		    unsigned long addr, struct anon_vma *av);
+		    unsigned long addr, struct anon_vma *av, pgoff_t pgoff);
 void sp_sharer_drop(struct sp_knode *node, struct sp_slot *slot,
 		    unsigned long vpn);
 unsigned long sp_forget(struct sp_slot *slot, unsigned long from,

@@ -108,6 +108,7 @@ struct sp_merge_req {
 	bool fill;			/* @kpage is fresh: fill it from @page */
 	bool held;			/* see sp_wrprotect() in merge.c */
 	struct anon_vma *av;		/* on success, referenced */
+	pgoff_t pgoff;			/* on success, the page's linear index */
 };
 
 /*
@@ -135,6 +136,7 @@ static int sp_merge_at(struct mm_struct *mm, unsigned long addr,
 	if (!err) {
 		r->av = vma->anon_vma;
 		get_anon_vma(r->av);
+		r->pgoff = linear_page_index(vma, addr);
 	}
 out:
 	mmap_read_unlock(mm);
@@ -238,7 +240,7 @@ static bool sp_join(struct sp_slot *slot, unsigned long addr,
 		return false;
 	folio_lock(kfolio);
 	if (sp_folio_node(kfolio) == node)
-		linked = sp_sharer_link(node, slot, addr, r.av);
+		linked = sp_sharer_link(node, slot, addr, r.av, r.pgoff);
 	folio_unlock(kfolio);
 	if (!linked) {
 		/* Mapped but not recorded: take the mapping back. */
@@ -372,11 +374,11 @@ static bool sp_merge_pair(struct sp_slot *slot, unsigned long addr,
 	 */
 	kfolio = page_folio(tr.kpage);
 	folio_lock(kfolio);
-	if (!err && !sp_sharer_link(node, t, taddr, tr.av)) {
+	if (!err && !sp_sharer_link(node, t, taddr, tr.av, tr.pgoff)) {
 		put_anon_vma(tr.av);
 		err = -ENOMEM;
 	}
-	linked = sp_sharer_link(node, slot, addr, r.av);
+	linked = sp_sharer_link(node, slot, addr, r.av, r.pgoff);
 	folio_unlock(kfolio);
 	if (err || !linked) {
 		/* A KSM page mapped once is no saving: give it back. */
@@ -514,6 +516,7 @@ static void sp_adopt(struct sp_slot *slot, unsigned long addr,
 	struct anon_vma *av = NULL;
 	struct vm_area_struct *vma;
 	bool linked = false;
+	pgoff_t pgoff = 0;
 
 	if (!node || !slot->id)
 		return;
@@ -522,13 +525,14 @@ static void sp_adopt(struct sp_slot *slot, unsigned long addr,
 	if (vma) {
 		av = vma->anon_vma;
 		get_anon_vma(av);
+		pgoff = linear_page_index(vma, addr);
 	}
 	mmap_read_unlock(slot->mm);
 	if (!av)
 		return;
 	folio_lock(folio);
 	if (sp_folio_node(folio) == node)
-		linked = sp_sharer_link(node, slot, addr, av);
+		linked = sp_sharer_link(node, slot, addr, av, pgoff);
 	folio_unlock(folio);
 	if (!linked)
 		put_anon_vma(av);
