@@ -108,11 +108,17 @@ static void sp_slot_done(struct sp_slot *slot)
  */
 #define SP_FORGET_MAX	4096
 
+static void sp_found_put(struct sp_found *f, unsigned int i)
+{
+	if (f->page[i])
+		put_page(f->page[i]);
+}
+
 /* Let go of the gathered pages from the @i-th on: a later gather finds them. */
 static void sp_found_trim(struct sp_found *f, unsigned int i)
 {
 	while (f->nr > i)
-		put_page(f->page[--f->nr]);
+		sp_found_put(f, --f->nr);
 }
 
 /*
@@ -167,6 +173,17 @@ static bool sp_gather(struct sp_slot **slotp, unsigned int max)
 	return false;
 }
 
+/* Visit the @i-th page found; whether it counts as scanned. */
+static bool sp_visit_one(struct sp_slot *slot, struct sp_found *f,
+			 unsigned int i)
+{
+	if (f->how[i] & SP_FOUND_AWAY)
+		return false;
+	if (f->how[i] & SP_FOUND_MERGED)
+		return true;
+	return sp_visit(slot, f->addr[i], f->page[i], f->how[i]);
+}
+
 /*
  * Visit the gathered pages, each reference dropped after its visit (a
  * page visited later may pair with it, and merging wants no extra
@@ -181,12 +198,13 @@ static unsigned int sp_visit_found(struct sp_slot *slot, unsigned int budget)
 	for (i = 0; i < f->nr; i++) {
 		if (!budget || freezing(current)) {
 			sp_cur.addr = min(sp_cur.addr, f->addr[i]);
-			sp_unvisited(slot, f->addr[i], f->how[i]);
-		} else if (sp_visit(slot, f->addr[i], f->page[i], f->how[i])) {
+			if (f->page[i])
+				sp_unvisited(slot, f->addr[i], f->how[i]);
+		} else if (sp_visit_one(slot, f, i)) {
 			sp_stats.scanned++;
 			budget--;
 		}
-		put_page(f->page[i]);
+		sp_found_put(f, i);
 		cond_resched();
 	}
 	f->nr = 0;

@@ -10,7 +10,7 @@
  * meanwhile. So a batch pays one walk setup per SP_GATHER pages rather
  * than one per page.
  *
- * Layering (see samepage.h): calls into core.c.
+ * Layering (see samepage.h): calls into core.c, rmap.c.
  */
 
 /**
@@ -64,6 +64,7 @@
 #include <linux/mm_inline.h>
 #include <linux/mmu_notifier.h>
 #include <linux/pagewalk.h>
+#include <linux/swapops.h>
 
 #include <asm/tlbflush.h>
 
@@ -153,6 +154,38 @@ static int sp_found_add(struct sp_found *f, struct page *page,
 	f->addr[f->nr] = addr;
 	f->how[f->nr] = how;
 	return ++f->nr == f->max || folio_test_large(folio);
+}
+
+/*
+ * Record @addr without a page: SP_FOUND_MERGED, a PTE that maps the KSM
+ * page its entry names, which needs nothing at its visit but to be
+ * counted, so that ksmd holds no reference on KSM pages while it visits
+ * the pages before them; SP_FOUND_AWAY, a migration entry, whose page is
+ * coming back, so that what is recorded of it is not forgotten (which
+ * would wait for the page's lock, holding a reference that fails the
+ * migration). Migration and compaction give up on a page with a reference
+ * they cannot account for.
+ */
+static int sp_found_nopage(struct sp_found *f, unsigned long addr, u8 how)
+{
+	f->page[f->nr] = NULL;
+	f->addr[f->nr] = addr;
+	f->how[f->nr] = how;
+	return ++f->nr == f->max;
+}
+
+static bool sp_migrating(pte_t pte)
+{
+	return !pte_none(pte) && is_migration_entry(pte_to_swp_entry(pte));
+}
+
+/* Does @folio, mapped at @addr, belong to the node its entry names? */
+static bool sp_maps_recorded(struct xa_state *xas, struct folio *folio,
+			     unsigned long addr)
+{
+	struct sp_knode *node = sp_folio_node(folio);
+
+	return node && sp_entry_at(xas, addr >> PAGE_SHIFT) == node;
 }
 
 /*
@@ -332,12 +365,20 @@ static int sp_pmd_entry(pmd_t *pmdp, unsigned long addr, unsigned long end,
 	for (ptep = start; addr < end && !ret; ptep++, addr += PAGE_SIZE) {
 		pte_t pte = ptep_get(ptep);
 
-		if (!pte_present(pte))
+		if (!pte_present(pte)) {
+			if (sp_migrating(pte))
+				ret = sp_found_nopage(f, addr, SP_FOUND_AWAY);
 			continue;
+		}
 		page = vm_normal_page(walk->vma, addr, pte);
 		if (!page || !sp_scannable(page))
 			continue;
 		folio = page_folio(page);
+		if (folio_test_ksm(folio) &&
+		    sp_maps_recorded(&xas, folio, addr)) {
+			ret = sp_found_nopage(f, addr, SP_FOUND_MERGED);
+			continue;
+		}
 		how = !skip || folio_test_large(folio) ||
 		      folio_test_ksm(folio) ? 0 : sp_clean_state(&xas, pte, addr);
 		ret = sp_found_add(f, page, addr, how);
