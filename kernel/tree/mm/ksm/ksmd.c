@@ -241,7 +241,10 @@ static void sp_scan_batch(unsigned int budget)
 /**
  * sp_unmerge_all - run=2: unshare every KSM page and forget every page
  *
- * Called with sp_mutex held. Slots of exited mms are freed on the way.
+ * Called with sp_mutex held, and the writers of run kept out. Slots of
+ * exited mms are freed on the way. Between slots sp_mutex is let go, so
+ * that memory going offline or a settings write waits for one mm, not
+ * for all of them; ksmd does not scan meanwhile, run having no merge bit.
  *
  * Return: 0, or the error that stopped it (-ENOMEM, -ERESTARTSYS).
  */
@@ -272,6 +275,9 @@ int sp_unmerge_all(void)
 		sp_forget_all(slot);
 		sp_cur.saw_vma = true;	/* keep live slots registered */
 		sp_slot_done(slot);
+		mutex_unlock(&sp_mutex);
+		cond_resched();
+		mutex_lock(&sp_mutex);
 	}
 	spin_lock(&sp_slots_lock);
 	sp_cur.slot = NULL;

@@ -68,10 +68,11 @@
  * DOC: Locking
  *
  * - sp_mutex: held by ksmd while it scans, by run=2's unmerge of
- *   everything, and by a sysfs store that needs the index empty or ksmd
- *   still. It protects both tables, the counters in &struct sp_stats, the
- *   entries of every slot's xarray (the xarray's own lock only makes each
- *   store atomic for the readers of /proc) and the existence of sharers.
+ *   everything (which lets go of it between mms), and by a sysfs store
+ *   that needs the index empty or ksmd still. It protects both tables,
+ *   the counters in &struct sp_stats, the entries of every slot's xarray
+ *   (the xarray's own lock only makes each store atomic for the readers
+ *   of /proc) and the existence of sharers.
  *   It is taken before any mmap_lock, folio lock or PTE lock. Functions
  *   that rely on it say so with lockdep_assert_held().
  * - sp_slots_lock: a spinlock for the list of slots and the table of

@@ -195,6 +195,13 @@ static ssize_t run_show(struct kobject *k, struct kobj_attribute *a, char *buf)
 	return sysfs_emit(buf, "%lu\n", READ_ONCE(sp_run));
 }
 
+/*
+ * Serializes the writers of run, taken before sp_mutex: run=2 lets go of
+ * sp_mutex between slots (sp_unmerge_all()), and another write of run
+ * must still wait for it to end, as when run=2 held sp_mutex throughout.
+ */
+static DEFINE_MUTEX(sp_run_lock);
+
 static ssize_t run_store(struct kobject *k, struct kobj_attribute *a,
 			 const char *buf, size_t count)
 {
@@ -204,6 +211,7 @@ static ssize_t run_store(struct kobject *k, struct kobj_attribute *a,
 
 	if (kstrtouint(buf, 10, &v) || v > SP_RUN_UNMERGE)
 		return -EINVAL;
+	mutex_lock(&sp_run_lock);
 	mutex_lock(&sp_mutex);
 	if (READ_ONCE(sp_run) != v) {
 		WRITE_ONCE(sp_run, v);
@@ -218,6 +226,7 @@ static ssize_t run_store(struct kobject *k, struct kobj_attribute *a,
 		}
 	}
 	mutex_unlock(&sp_mutex);
+	mutex_unlock(&sp_run_lock);
 	if (v & SP_RUN_MERGE)
 		wake_up_interruptible(&sp_thread_wait);
 	return ret;
@@ -227,14 +236,17 @@ SP_ATTR_RW(run);
 /*
  * Settings that the KSM pages depend on change only while there are none:
  * else EBUSY, as merge_across_nodes and max_page_sharing have always
- * answered. Orphan KSM pages, with no sharer left, are let go first.
- * Called with sp_mutex held.
+ * answered. Once no KSM page has a sharer, the orphans left (which have
+ * none) are let go first; while one has, the answer costs no walk of the
+ * table. Called with sp_mutex held.
  */
 static bool sp_index_busy(void)
 {
 	lockdep_assert_held(&sp_mutex);
+	if (READ_ONCE(sp_stats.shared))
+		return true;
 	sp_stable_for_each(&sp_stable, sp_release_orphan);
-	return READ_ONCE(sp_stats.shared) || sp_stable.nr;
+	return sp_stable.nr;
 }
 
 #ifdef CONFIG_NUMA
