@@ -26,6 +26,14 @@
  *             when every page has held still for several passes.
  *   volatile  VOLATILE_PAGES identical pages that a writer keeps changing:
  *             ksmd CPU per scanned page, and nothing may merge.
+ *   scale     what a process's mappings cost: fork_kill_{400,2000}_recover,
+ *             guest seconds until ksmd completes two full scans after
+ *             N forked sharers of one KSM page are killed;
+ *             migrate_{2k,16k}_vmas, guest ns per KSM page moved to the
+ *             other node in a mapping split into that many VMAs (ksmd
+ *             stopped); exit_4g_{reap,forget} (in a guest of more than
+ *             5 GiB), the seconds to reap a process holding 4 GiB of
+ *             merged pairs, then until ksmd completes two full scans.
  *
  * ksmd CPU is utime + stime of /proc/<ksmd>/stat, in clock ticks
  * (USER_HZ), over a span measured in pages by the pages_scanned delta.
@@ -52,11 +60,15 @@
  *   bench done errors=N	last line
  */
 #include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "ksmtest.h"
@@ -296,12 +308,17 @@ static void stop_kids(struct kids *k)
 		fail("a child failed");
 }
 
-/* Distinct pages (for one seed), cheap to fill: a 64-bit value per page. */
-static void fill_unique(char *mem, size_t pages, unsigned int seed)
+/*
+ * Distinct pages (for one seed), cheap to fill: a 64-bit value per page;
+ * runs of @same pages alike (1: every page distinct).
+ */
+static void fill_unique(char *mem, size_t pages, unsigned int seed,
+			size_t same)
 {
 	for (size_t i = 0; i < pages; i++) {
 		uint64_t *w = (uint64_t *)(mem + i * page_size);
-		uint64_t v = ((uint64_t)seed << 40 | i) * 0x9e3779b97f4a7c15ULL;
+		uint64_t v = ((uint64_t)seed << 40 | i / same) *
+			     0x9e3779b97f4a7c15ULL;
 
 		for (size_t j = 0; j < page_size / 8; j++)
 			w[j] = v + j;
@@ -312,10 +329,10 @@ static void fill(const struct job *job, char *mem, int i)
 {
 	switch (job->fill) {
 	case FILL_CLONE:
-		fill_unique(mem, job->pages, 1);
+		fill_unique(mem, job->pages, 1, 1);
 		break;
 	case FILL_UNIQUE:
-		fill_unique(mem, job->pages, 100 + i);
+		fill_unique(mem, job->pages, 100 + i, 1);
 		break;
 	case FILL_VOLATILE:
 		memset(mem, 0x5a, job->pages * page_size);
@@ -634,6 +651,168 @@ static void bench_volatile(void)
 	stop_kids(&k);
 }
 
+/*
+ * Scale: what a process's mappings cost. A KSM page's sharers forked and
+ * killed, a mapping split into many VMAs migrated, a large merged mm
+ * exiting.
+ */
+
+#define SCALE_PAGES	256	/* equal pages the fork-kill parent merges */
+#define MIGRATE_SAMPLE	32	/* KSM pages moved in each migrate row */
+#define MPOL_DEFAULT	0
+#define MPOL_BIND	2
+#define MPOL_MF_MOVE_ALL (1 << 2)
+
+/*
+ * fork_kill_N_recover: a parent merges SCALE_PAGES equal pages into one KSM
+ * page and forks @kids children that pause; once ksmd has seen them all
+ * they are killed and reaped, and the row is the guest time from then
+ * until ksmd completes two full scans.
+ */
+static void bench_fork_kill(int kids, const char *name)
+{
+	long all = (long)SCALE_PAGES * (kids + 1) - 1, f;
+	pid_t *pid = calloc(kids, sizeof(*pid));
+	char *p = map_pages(SCALE_PAGES);
+	int started = 0;
+	double t;
+
+	printf("# fork_kill: %d children\n", kids);
+	if (!pid || !reset())
+		goto out;
+	fill_unique(p, SCALE_PAGES, 3, SCALE_PAGES);
+	if (merge_pages(p, SCALE_PAGES) ||
+	    !ksm_wait_counter("pages_sharing", SCALE_PAGES - 1)) {
+		fail("%s: the parent's pages did not merge", name);
+		goto out;
+	}
+	started = fork_paused(pid, kids);
+	if (started != kids || !ksm_wait_counter("pages_sharing", all)) {
+		fail("%s: %d children, pages_sharing %ld of %ld", name,
+		     started, ksm_read("pages_sharing"), all);
+		goto out;
+	}
+	kill_all(pid, started);
+	started = 0;
+	t = monotonic_seconds();
+	f = ksm_read("full_scans");
+	if (wait_scans_until(f + 2))
+		metric(name, monotonic_seconds() - t, "s");
+out:
+	kill_all(pid, started);
+	munmap(p, SCALE_PAGES * page_size);
+	free(pid);
+}
+
+static bool self_merged(void *want)
+{
+	return self_merging_pages() == *(long *)want;
+}
+
+/*
+ * migrate_N_vmas: @vmas pages on node 0, pages 2k and 2k+1 alike, split
+ * by mprotect() into one-page VMAs of one anon_vma and merged; with ksmd
+ * stopped, guest ns per KSM page moved to node 1 by move_pages().
+ */
+static void bench_migrate(long vmas, const char *name)
+{
+	size_t len = vmas * page_size, stride = vmas / 2 / MIGRATE_SAMPLE;
+	void *pages[MIGRATE_SAMPLE];
+	int nodes[MIGRATE_SAMPLE], st[MIGRATE_SAMPLE];
+	unsigned long node0 = 1;
+	char *p;
+	long ret;
+	double t;
+
+	printf("# migrate: %ld VMAs\n", vmas);
+	if (!reset())
+		return;
+	syscall(__NR_set_mempolicy, MPOL_BIND, &node0, 2);
+	p = map_pages(vmas);
+	syscall(__NR_set_mempolicy, MPOL_DEFAULT, NULL, 0);
+	fill_unique(p, vmas, 4, 2);
+	merge_pages(p, vmas);
+	for (long i = 1; i < vmas; i += 2)
+		mprotect(p + i * page_size, page_size, PROT_READ);
+	if (!ksm_wait_until(self_merged, &vmas, 20)) {
+		fail("%s: %ld of %ld pages merged", name, self_merging_pages(),
+		     vmas);
+		goto out;
+	}
+	ksm_write("run", 0);
+	for (int k = 0; k < MIGRATE_SAMPLE; k++) {
+		pages[k] = p + 2 * k * stride * page_size;
+		nodes[k] = 1;
+	}
+	t = monotonic_seconds();
+	ret = syscall(__NR_move_pages, 0, MIGRATE_SAMPLE, pages, nodes, st,
+		      MPOL_MF_MOVE_ALL);
+	t = monotonic_seconds() - t;
+	if (ret || st[0] != 1 || st[MIGRATE_SAMPLE - 1] != 1)
+		fail("%s: move_pages %ld, status %d", name, ret, st[0]);
+	else
+		metric(name, t * 1e9 / MIGRATE_SAMPLE, "ns/page");
+out:
+	munmap(p, len);
+}
+
+/*
+ * exit_4g_reap, exit_4g_forget: a child holding @pages pages, pages 2k and
+ * 2k+1 alike, all merged, is killed: the guest time until it is reaped,
+ * then until ksmd completes two full scans.
+ */
+static void bench_exit(size_t pages, const char *name)
+{
+	double t0, t1;
+	pid_t pid;
+	char metric_name[64];
+	long f;
+	int fds[2];
+	char c;
+
+	printf("# exit: %zu pages\n", pages);
+	if (!reset() || pipe(fds))
+		return;
+	pid = fork();
+	if (!pid) {
+		char *p = map_pages(pages);
+
+		fill_unique(p, pages, 5, 2);
+		c = merge_pages(p, pages) ? 'e' : 'r';
+		if (write(fds[1], &c, 1) != 1)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(fds[1]);
+	if (pid < 0 || read(fds[0], &c, 1) != 1 || c != 'r') {
+		fail("%s: the child did not start", name);
+		goto out;
+	}
+	f = ksm_read("full_scans");
+	while (ksm_stat(pid, "ksm_merging_pages") != (long)pages)
+		if (!wait_scans_until(++f)) {
+			fail("%s: %ld of %zu pages merged", name,
+			     ksm_stat(pid, "ksm_merging_pages"), pages);
+			goto out;
+		}
+	t0 = monotonic_seconds();
+	kill_all(&pid, 1);
+	pid = 0;
+	t1 = monotonic_seconds();
+	snprintf(metric_name, sizeof(metric_name), "%s_reap", name);
+	metric(metric_name, t1 - t0, "s");
+	f = ksm_read("full_scans");
+	if (wait_scans_until(f + 2)) {
+		snprintf(metric_name, sizeof(metric_name), "%s_forget", name);
+		metric(metric_name, monotonic_seconds() - t1, "s");
+	}
+out:
+	if (pid > 0)
+		kill_all(&pid, 1);
+	close(fds[0]);
+}
+
 int main(void)
 {
 	double t0 = monotonic_seconds();
@@ -652,6 +831,14 @@ int main(void)
 		if (meminfo_kb("MemTotal") > 5L << 20)
 			bench_unique(1048576, "1m");
 		bench_volatile();
+		bench_fork_kill(400, "fork_kill_400_recover");
+		bench_fork_kill(2000, "fork_kill_2000_recover");
+		if (!access("/sys/devices/system/node/node1", F_OK)) {
+			bench_migrate(2048, "migrate_2k_vmas");
+			bench_migrate(16384, "migrate_16k_vmas");
+		}
+		if (meminfo_kb("MemTotal") > 5L << 20)
+			bench_exit(1048576, "exit_4g");
 		ksm_write("run", 2);
 	}
 	metric("bench_guest_time", monotonic_seconds() - t0, "s");

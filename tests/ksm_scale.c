@@ -42,42 +42,6 @@
 #define RECOVER_SLACK 3.0
 #define WRITE_SLACK 1.0
 
-/* Fork @n children that report ready and pause; their pids in @pid. */
-static int fork_paused(pid_t *pid, int n)
-{
-	int fds[2], started = 0;
-	char c;
-
-	if (pipe(fds))
-		return 0;
-	for (; started < n; started++) {
-		pid[started] = fork();
-		if (pid[started] < 0)
-			break;
-		if (!pid[started]) {
-			close(fds[0]);
-			if (write(fds[1], "r", 1) != 1)
-				_exit(1);
-			for (;;)
-				pause();
-		}
-	}
-	close(fds[1]);
-	for (int i = 0; i < started; i++)
-		if (read(fds[0], &c, 1) != 1)
-			break;
-	close(fds[0]);
-	return started;
-}
-
-static void kill_all(pid_t *pid, int n)
-{
-	for (int i = 0; i < n; i++)
-		kill(pid[i], SIGKILL);
-	for (int i = 0; i < n; i++)
-		waitpid(pid[i], NULL, 0);
-}
-
 /* Seconds ksmd takes for one full scan, from the start of the next one. */
 static double pass_seconds(void)
 {

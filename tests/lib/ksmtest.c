@@ -1096,3 +1096,38 @@ int become_tenant(const char *cg, uid_t uid)
 	 */
 	return prctl(PR_SET_DUMPABLE, 1) ? -1 : 0;
 }
+
+int fork_paused(pid_t *pid, int n)
+{
+	int fds[2], started = 0;
+	char c;
+
+	if (pipe(fds))
+		return 0;
+	for (; started < n; started++) {
+		pid[started] = fork();
+		if (pid[started] < 0)
+			break;
+		if (!pid[started]) {
+			close(fds[0]);
+			if (write(fds[1], "r", 1) != 1)
+				_exit(1);
+			for (;;)
+				pause();
+		}
+	}
+	close(fds[1]);
+	for (int i = 0; i < started; i++)
+		if (read(fds[0], &c, 1) != 1)
+			break;
+	close(fds[0]);
+	return started;
+}
+
+void kill_all(pid_t *pid, int n)
+{
+	for (int i = 0; i < n; i++)
+		kill(pid[i], SIGKILL);
+	for (int i = 0; i < n; i++)
+		waitpid(pid[i], NULL, 0);
+}

@@ -165,6 +165,13 @@ bool kids_wait(struct kids *k);
 /* In a child: wait for a command byte, and reply with one. */
 char kid_wait_cmd(int cmd_fd);
 void kid_reply(int reply_fd, char r);
+/*
+ * Fork @n children that only pause, each once it has said it is up; their
+ * pids in @pid. Returns how many started. kill_all() SIGKILLs and reaps
+ * @n of them.
+ */
+int fork_paused(pid_t *pid, int n);
+void kill_all(pid_t *pid, int n);
 
 /*
  * Per-process views of KSM, for the ABI tests. @pid 0 means this process.
