@@ -145,11 +145,13 @@ static bool sp_sharers_full(const struct sp_knode *node)
 	return (node->nr_sharers + 1) * 4 > node->cap * 3;
 }
 
-/* Halve @node's table once it is an eighth full; folio locked. */
+/* Halve @node's table while it is an eighth full; folio locked. */
 static void sp_sharers_trim(struct sp_knode *node)
 {
-	if (node->cap > SP_SHARERS_DENSE && node->nr_sharers <= node->cap / 8)
-		sp_sharers_resize(node, node->cap / 2);
+	while (node->cap > SP_SHARERS_DENSE &&
+	       node->nr_sharers <= node->cap / 8)
+		if (!sp_sharers_resize(node, node->cap / 2))
+			break;
 }
 
 /* The sharer of @loc in @node's table, or NULL. */
@@ -341,28 +343,57 @@ void sp_knode_free(struct sp_knode *node)
 }
 
 /*
- * Forget a mapping of a KSM page: its sharer, and its page's entry unless
- * @keep; sp_mutex held.
+ * Let go of @node's folio @kfolio after a run of drops (either may be
+ * NULL: none held): shrink its table to fit what is left first.
  */
-static void __sp_sharer_drop(struct sp_knode *node, struct sp_slot *slot,
-			     unsigned long vpn, bool keep)
+static void sp_drops_done(struct sp_knode *node, struct folio *kfolio)
 {
-	struct folio *kfolio = sp_node_folio(node, true);
-	struct sp_sharer *sh;
-
-	/* No folio: the node was stale, and went with every sharer. */
 	if (!kfolio)
 		return;
-	sh = sp_sharer_find(node, sp_loc(slot->id, vpn));
-	if (!WARN_ON_ONCE(!sh)) {
-		sp_sharer_unlink(node, sh, keep);
-		sp_sharer_remove(node, sh - node->sharers);
-	} else if (!keep) {
-		sp_entry_set(slot, vpn, NULL);
-	}
 	sp_sharers_trim(node);
 	folio_unlock(kfolio);
 	folio_put(kfolio);
+}
+
+/*
+ * Drop the sharers of @n entries of @slot, node @nodes[i] at page
+ * @vpns[i], keeping the entries, which the caller erases. Entries of one
+ * node in a row (a fork's pages of one KSM page) take its folio's lock
+ * once.
+ */
+static void sp_drop_sharers(struct sp_slot *slot, struct sp_knode **nodes,
+			    const unsigned long *vpns, unsigned int n)
+{
+	unsigned long freed = sp_knodes_freed;
+	struct folio *kfolio = NULL;
+	struct sp_knode *node = NULL;
+	struct sp_sharer *sh;
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		/*
+		 * A stale node, freed on the way, took its sharers' entries
+		 * with it: this page's too, if it mapped that node.
+		 */
+		if (freed != sp_knodes_freed &&
+		    xa_load(&slot->pages, vpns[i]) != nodes[i])
+			continue;
+		if (nodes[i] != node) {
+			sp_drops_done(node, kfolio);
+			node = nodes[i];
+			kfolio = sp_node_folio(node, true);
+			if (!kfolio) {
+				node = NULL;	/* stale, and freed */
+				continue;
+			}
+		}
+		sh = sp_sharer_find(node, sp_loc(slot->id, vpns[i]));
+		if (WARN_ON_ONCE(!sh))
+			continue;
+		sp_sharer_unlink(node, sh, true);
+		sp_sharer_remove(node, sh - node->sharers);
+	}
+	sp_drops_done(node, kfolio);
 }
 
 /**
@@ -375,7 +406,8 @@ void sp_sharer_drop(struct sp_knode *node, struct sp_slot *slot,
 		    unsigned long vpn)
 {
 	lockdep_assert_held(&sp_mutex);
-	__sp_sharer_drop(node, slot, vpn, false);
+	sp_drop_sharers(slot, &node, &vpn, 1);
+	sp_entry_set(slot, vpn, NULL);
 }
 
 /* Entries forgotten between two chances to reschedule. */
@@ -415,65 +447,83 @@ unsigned long sp_forget(struct sp_slot *slot, unsigned long from,
 }
 
 /*
- * Drop the sharers of @slot's merged pages from @*vpn on, a batch at a
- * time, keeping their entries; *@vpn moves past the batch. True while
- * there may be more.
+ * Erase every entry of @slot from page @first to @last, counting each,
+ * under one hold of the xarray's lock. An erase can shrink the tree
+ * under the iteration and end it early: it goes again until none is left.
  */
-static bool sp_forget_sharers(struct sp_slot *slot, unsigned long *vpn)
+static void sp_erase_range(struct sp_slot *slot, unsigned long first,
+			   unsigned long last)
+{
+	XA_STATE(xas, &slot->pages, first);
+	void *entry;
+
+	xas_lock(&xas);
+	do {
+		xas_set(&xas, first);
+		xas_for_each(&xas, entry, last) {
+			sp_account(slot, entry, NULL);
+			xas_store(&xas, NULL);
+		}
+		xas_set(&xas, first);
+	} while (xas_find(&xas, last));
+	xas_unlock(&xas);
+}
+
+/*
+ * Forget up to SP_FORGET_BATCH entries of @slot from page *@vpn on: one
+ * walk under RCU gathers them, their sharers are dropped, and one locked
+ * walk erases them; *@vpn moves past them. Returns how many there were.
+ */
+static unsigned int sp_forget_batch(struct sp_slot *slot, unsigned long *vpn)
 {
 	XA_STATE(xas, &slot->pages, *vpn);
 	struct sp_knode *nodes[SP_FORGET_BATCH];
-	unsigned long vpns[SP_FORGET_BATCH];
-	unsigned long freed = sp_knodes_freed;
-	unsigned int n = 0, i;
+	unsigned long vpns[SP_FORGET_BATCH], last = 0;
+	unsigned int n = 0, seen = 0;
 	void *entry;
 
 	rcu_read_lock();
 	xas_for_each(&xas, entry, ULONG_MAX) {
-		if (xas_retry(&xas, entry) || xa_is_value(entry))
+		if (xas_retry(&xas, entry))
 			continue;
-		nodes[n] = entry;
-		vpns[n] = xas.xa_index;
-		if (++n == SP_FORGET_BATCH)
+		last = xas.xa_index;
+		if (!xa_is_value(entry)) {
+			nodes[n] = entry;
+			vpns[n++] = last;
+		}
+		if (++seen == SP_FORGET_BATCH)
 			break;
 	}
 	rcu_read_unlock();
-	for (i = 0; i < n; i++) {
-		/*
-		 * A stale node, freed by an earlier drop, took its sharers'
-		 * entries with it: this page's too, if it mapped that node.
-		 */
-		if (freed != sp_knodes_freed &&
-		    xa_load(&slot->pages, vpns[i]) != nodes[i])
-			continue;
-		__sp_sharer_drop(nodes[i], slot, vpns[i], true);
-	}
-	if (n)
-		*vpn = vpns[n - 1] + 1;
-	return n == SP_FORGET_BATCH;
+	if (!seen)
+		return 0;
+	sp_drop_sharers(slot, nodes, vpns, n);
+	sp_erase_range(slot, *vpn, last);
+	*vpn = last + 1;
+	return seen;
 }
 
-/*
- * Erase up to SP_FORGET_BATCH entries of @slot from *@vpn on, under one
- * hold of the xarray's lock; true while there may be more. Each is found
- * and erased by its index: an erase under an iteration's state can end
- * the iteration early, when the tree shrinks under it.
+/**
+ * sp_forget_gone - forget the pages of an exited mm, a budget's worth
+ * @slot: the slot; its mm exited
+ * @budget: how many entries it may forget; it takes off those it did
+ *
+ * Return: true once the slot holds no entry.
  */
-static bool sp_erase_some(struct sp_slot *slot, unsigned long *vpn)
+bool sp_forget_gone(struct sp_slot *slot, unsigned int *budget)
 {
+	unsigned long vpn = 0;
 	unsigned int n;
-	void *entry;
 
-	xa_lock(&slot->pages);
-	for (n = 0; n < SP_FORGET_BATCH; n++) {
-		entry = xa_find(&slot->pages, vpn, ULONG_MAX, XA_PRESENT);
-		if (!entry)
-			break;
-		sp_account(slot, entry, NULL);
-		__xa_erase(&slot->pages, *vpn);
+	lockdep_assert_held(&sp_mutex);
+	while (*budget) {
+		n = sp_forget_batch(slot, &vpn);
+		if (!n)
+			return true;
+		*budget -= min(n, *budget);
+		cond_resched();
 	}
-	xa_unlock(&slot->pages);
-	return n == SP_FORGET_BATCH;
+	return false;
 }
 
 /**
@@ -483,20 +533,16 @@ static bool sp_erase_some(struct sp_slot *slot, unsigned long *vpn)
  *        ksmd.
  *
  * As sp_forget() over the whole address space, but in ordered walks of
- * the xarray rather than a lookup a page: the sharers first, then every
- * entry, a batch at a time with a chance to reschedule between, and
- * never with interrupts off, however large the mm.
+ * the xarray rather than a lookup a page: a batch at a time with a chance
+ * to reschedule between, and never with interrupts off, however large the
+ * mm.
  */
 void sp_forget_all(struct sp_slot *slot)
 {
 	unsigned long vpn = 0;
 
 	lockdep_assert_held(&sp_mutex);
-	while (sp_forget_sharers(slot, &vpn))
-		cond_resched();
-	/* A stale node took its sharers' entries with it; count the rest. */
-	vpn = 0;
-	while (sp_erase_some(slot, &vpn))
+	while (sp_forget_batch(slot, &vpn))
 		cond_resched();
 }
 

@@ -127,7 +127,8 @@ static void sp_found_trim(struct sp_found *f, unsigned int i)
  * page are forgotten on the way, at most SP_FORGET_MAX: when there are
  * more, the gather ends there, with the pages before them or none. An
  * exited mm is forgotten from its first entry, so that whatever the pass
- * saw of it before it exited goes in bounded steps too.
+ * saw of it before it exited goes in bounded steps too, in batches that
+ * walk its xarray in order (sp_forget_gone()).
  */
 static bool sp_gather(struct sp_slot **slotp, unsigned int max)
 {
@@ -146,9 +147,15 @@ static bool sp_gather(struct sp_slot **slotp, unsigned int max)
 		f->slot = slot;
 		f->nr = 0;
 		f->max = max;
-		if (!atomic_read(&slot->mm->mm_users))
-			sp_cur.addr = 0;
-		else if (sp_find_in_mm(slot->mm, sp_cur.addr, f))
+		if (!atomic_read(&slot->mm->mm_users)) {
+			if (sp_forget_gone(slot, &budget)) {
+				sp_slot_done(slot);
+				continue;
+			}
+			mmap_read_unlock(slot->mm);
+			return true;
+		}
+		if (sp_find_in_mm(slot->mm, sp_cur.addr, f))
 			sp_cur.saw_vma = true;
 		for (i = 0; i < f->nr; i++) {
 			stop = sp_forget(slot, sp_cur.addr, f->addr[i], &budget);

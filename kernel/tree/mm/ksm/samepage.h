@@ -499,6 +499,7 @@ void sp_sharer_drop(struct sp_knode *node, struct sp_slot *slot,
 		    unsigned long vpn);
 unsigned long sp_forget(struct sp_slot *slot, unsigned long from,
 			unsigned long to, unsigned int *budget);
+bool sp_forget_gone(struct sp_slot *slot, unsigned int *budget);
 void sp_forget_all(struct sp_slot *slot);
 void sp_release_orphan(struct sp_knode *node);
 void sp_knode_free(struct sp_knode *node);

@@ -19,7 +19,7 @@ static void sp_test_add(struct kunit *test, struct sp_knode *node, u64 loc)
 	node->nr_sharers++;
 }
 
-/* Take the sharer of @loc out as __sp_sharer_drop() does. */
+/* Take the sharer of @loc out as sp_drop_sharers() does. */
 static void sp_test_del(struct kunit *test, struct sp_knode *node, u64 loc)
 {
 	struct sp_sharer *sh = sp_sharer_find(node, loc);
