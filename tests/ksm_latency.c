@@ -1,0 +1,224 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ksm_latency.c - how long ksmd keeps a CPU from a real-time task while
+ * it forgets a large mm: one that exits in the middle of a pass, and
+ * everything at once on run=2.
+ *
+ * A probe thread, SCHED_FIFO, sleeps PROBE_US at a time and records how
+ * late each wake-up is, pinned to one CPU with ksmd (whose CPUs are given
+ * back at the end), so that it waits for
+ * whatever ksmd does there without a chance to reschedule (the test
+ * kernel is not preemptible). A child maps PAGES pages, pages 2k and
+ * 2k+1 alike, which merge.
+ *
+ *   latency_exit	the child is killed mid-pass; the probe runs until
+ *	ksmd completes two full scans after the child is reaped;
+ *   latency_run2	the child, merged again, stays; run=2 unmerges and
+ *	forgets it, and the probe runs until the write returns.
+ *
+ * The bound, LATE_MAX_MS, is of the order of what one gather of ksmd
+ * forgets (4,096 entries) plus the emulation's own jitter; the worst
+ * lateness is printed either way. Samepage only: mainline forgets an
+ * exited mm's rmap_items, and every mm's on run=2, in one loop without a
+ * chance to reschedule (KSM_FORCE=1 runs them on stock, to see that).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ksmtest.h"
+
+#define PAGES		(128 * 1024)	/* 512 MiB */
+#define SEED		0x1a7e
+#define PROBE_US	1000
+#define LATE_MAX_MS	100.0
+#define PROBE_CPU	0
+
+static volatile int probing;
+static double worst_ms;
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void *probe(void *arg)
+{
+	struct timespec d = { 0, PROBE_US * 1000 };
+	double t, late;
+
+	(void)arg;
+	while (probing) {
+		t = now_ms();
+		nanosleep(&d, NULL);
+		late = now_ms() - t - PROBE_US / 1e3;
+		if (late > worst_ms)
+			worst_ms = late;
+	}
+	return NULL;
+}
+
+static int pin(pid_t pid)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(PROBE_CPU, &set);
+	return sched_setaffinity(pid, sizeof(set), &set);
+}
+
+/* Start the probe on PROBE_CPU at SCHED_FIFO 50; 0 or an error number. */
+static int probe_start(pthread_t *th)
+{
+	struct sched_param sp = { .sched_priority = 50 };
+	pthread_attr_t attr;
+	cpu_set_t set;
+	int err;
+
+	worst_ms = 0;
+	probing = 1;
+	CPU_ZERO(&set);
+	CPU_SET(PROBE_CPU, &set);
+	pthread_attr_init(&attr);
+	pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
+	pthread_attr_setschedpolicy(&attr, SCHED_FIFO);
+	pthread_attr_setschedparam(&attr, &sp);
+	pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
+	err = pthread_create(th, &attr, probe, NULL);
+	pthread_attr_destroy(&attr);
+	return err;
+}
+
+static double probe_stop(pthread_t th)
+{
+	probing = 0;
+	pthread_join(th, NULL);
+	return worst_ms;
+}
+
+/* A child with PAGES pages of pairs, registered; it pauses. */
+static pid_t start_child(void)
+{
+	int fds[2];
+	pid_t pid;
+	char c;
+
+	if (pipe(fds))
+		return -1;
+	pid = fork();
+	if (!pid) {
+		char *p = map_pages(PAGES);
+
+		for (size_t i = 0; i < PAGES; i++)
+			fill_pattern(p + i * page_size, SEED, i / 2);
+		c = merge_pages(p, PAGES) ? 'e' : 'r';
+		if (write(fds[1], &c, 1) != 1)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(fds[1]);
+	if (pid > 0 && (read(fds[0], &c, 1) != 1 || c != 'r')) {
+		kill_all(&pid, 1);
+		pid = -1;
+	}
+	close(fds[0]);
+	return pid;
+}
+
+static bool child_merged(void *arg)
+{
+	return ksm_stat(*(pid_t *)arg, "ksm_merging_pages") == PAGES;
+}
+
+static bool samepage;
+
+static void report(const char *name, double late)
+{
+	ktap_diag("%s: worst wake-up %.1f ms late (bound %.0f ms)", name, late,
+		  LATE_MAX_MS);
+	if (samepage)
+		CHECK(late <= LATE_MAX_MS, "%.1f ms late", late);
+}
+
+static void test_exit(void)
+{
+	pthread_t th;
+	pid_t pid;
+	long f;
+
+	CHECK(ksm_reset() == 0, "reset");
+	pid = start_child();
+	if (!CHECK(pid > 0, "child") ||
+	    !CHECK(ksm_wait_until(child_merged, &pid, 12), "merged"))
+		goto out;
+	/* Mid-pass: ksmd is somewhere in the child's pages. */
+	f = ksm_read("full_scans");
+	ksm_wait_scans_until(f + 1, KSM_WAIT_SECONDS);
+	usleep(20000);
+	if (!CHECK(probe_start(&th) == 0, "probe"))
+		goto out;
+	kill_all(&pid, 1);
+	pid = 0;
+	CHECK(ksm_wait_scans_with_page(2, SEED + 1, 0), "two scans");
+	report("exit", probe_stop(th));
+	CHECK(ksm_read("pages_sharing") == 0 && ksm_read("pages_shared") == 0,
+	      "shared %ld sharing %ld after the exit",
+	      ksm_read("pages_shared"), ksm_read("pages_sharing"));
+out:
+	if (pid > 0)
+		kill_all(&pid, 1);
+	ktap_result(checks_passed(), "latency_exit");
+}
+
+static void test_run2(void)
+{
+	pthread_t th;
+	pid_t pid;
+
+	CHECK(ksm_reset() == 0, "reset");
+	pid = start_child();
+	if (!CHECK(pid > 0, "child") ||
+	    !CHECK(ksm_wait_until(child_merged, &pid, 12), "merged"))
+		goto out;
+	if (!CHECK(probe_start(&th) == 0, "probe"))
+		goto out;
+	CHECK(ksm_write("run", 2) == 0, "run=2");
+	report("run=2", probe_stop(th));
+	CHECK(ksm_stat(pid, "ksm_merging_pages") == 0, "merging %ld after run=2",
+	      ksm_stat(pid, "ksm_merging_pages"));
+out:
+	if (pid > 0)
+		kill_all(&pid, 1);
+	ktap_result(checks_passed(), "latency_run2");
+}
+
+int main(void)
+{
+	static const char *const names[] = { "latency_exit", "latency_run2" };
+	cpu_set_t ksmd_cpus;
+
+	ksm_save_settings();
+	samepage = ksm_read("max_kernel_pages") >= 0 || getenv("KSM_FORCE");
+	ktap_plan(ARRAY_SIZE(names));
+	if (sched_getaffinity(ksmd_pid(), sizeof(ksmd_cpus), &ksmd_cpus) ||
+	    pin(ksmd_pid()))
+		return ktap_skip_all(names, ARRAY_SIZE(names),
+				     "cannot pin ksmd");
+	test_exit();
+	test_run2();
+	sched_setaffinity(ksmd_pid(), sizeof(ksmd_cpus), &ksmd_cpus);
+	ksm_reset();
+	return ktap_finish();
+}
