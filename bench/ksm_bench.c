@@ -694,10 +694,13 @@ static void bench_fork_kill(int kids, const char *name)
 	}
 	kill_all(pid, started);
 	started = 0;
+	prof_begin();
 	t = monotonic_seconds();
 	f = ksm_read("full_scans");
-	if (wait_scans_until(f + 2))
+	if (wait_scans_until(f + 2)) {
 		metric(name, monotonic_seconds() - t, "s");
+		prof_end(name);
+	}
 out:
 	kill_all(pid, started);
 	munmap(p, SCALE_PAGES * page_size);
@@ -765,7 +768,7 @@ static void bench_exit(size_t pages, const char *name)
 {
 	double t0, t1;
 	pid_t pid;
-	char metric_name[64];
+	char metric_name[64], *keep;
 	long f;
 	int fds[2];
 	char c;
@@ -785,6 +788,10 @@ static void bench_exit(size_t pages, const char *name)
 			pause();
 	}
 	close(fds[1]);
+	/* Mergeable memory of its own keeps ksmd scanning after the exit. */
+	keep = map_pages(1);
+	fill_unique(keep, 1, 6, 1);
+	merge_pages(keep, 1);
 	if (pid < 0 || read(fds[0], &c, 1) != 1 || c != 'r') {
 		fail("%s: the child did not start", name);
 		goto out;
@@ -802,15 +809,18 @@ static void bench_exit(size_t pages, const char *name)
 	t1 = monotonic_seconds();
 	snprintf(metric_name, sizeof(metric_name), "%s_reap", name);
 	metric(metric_name, t1 - t0, "s");
+	prof_begin();
 	f = ksm_read("full_scans");
 	if (wait_scans_until(f + 2)) {
 		snprintf(metric_name, sizeof(metric_name), "%s_forget", name);
 		metric(metric_name, monotonic_seconds() - t1, "s");
+		prof_end(metric_name);
 	}
 out:
 	if (pid > 0)
 		kill_all(&pid, 1);
 	close(fds[0]);
+	munmap(keep, page_size);
 }
 
 int main(void)
