@@ -78,8 +78,9 @@ struct sp_slot *sp_slot_of(struct mm_struct *mm)
  * sp_slot_alloc - a new slot for an mm, with an id if one can be had
  * @mm: the mm, which the slot will mmgrab() once linked
  *
- * An mm beyond SP_SLOT_ID_MAX registered ones gets id 0: its pages can
- * still join KSM pages and become the zero page, but pair with none.
+ * An mm whose id cannot be had (SP_SLOT_ID_MAX are more than a host has
+ * mms) gets id 0: its all-zero pages can still become the zero page, but
+ * its pages merge with none.
  *
  * Return: the slot, or NULL.
  */

@@ -174,24 +174,18 @@ int sp_page_cmp(struct page *a, struct page *b)
 
 /*
  * The candidate table: open addressing with linear probing, in two
- * arrays. An entry's location is a 64-bit word, slot id in the low
- * SP_CE_ID_BITS bits and the virtual page number above: a million mms,
- * and page numbers of 44 bits, which hold every user address of 5-level
- * paging (57-bit addresses, of which user space has the lower half).
- * Its mark is 16 bits: the pass it was written in (an epoch) and the low
- * eight bits of the hash, so that most probes that cannot match are refused
- * without looking further. An entry of another epoch is empty: a new pass
- * empties the table by moving to the next epoch, and the marks are
- * cleared only when the epochs wrap around, once in 255 passes. An entry
- * of this epoch with slot id 0 (SP_CE_DEAD) is one whose candidate was
- * found gone: it keeps the probe sequences that pass it intact.
+ * arrays. An entry's location is a loc (sp_loc()): slot id and virtual
+ * page number in a 64-bit word. Its mark is 16 bits: the pass it was
+ * written in (an epoch) and the low eight bits of the hash, so that most
+ * probes that cannot match are refused without looking further. An entry
+ * of another epoch is empty: a new pass empties the table by moving to the
+ * next epoch, and the marks are cleared only when the epochs wrap around,
+ * once in 255 passes. An entry of this epoch with slot id 0 (SP_CE_DEAD)
+ * is one whose candidate was found gone: it keeps the probe sequences that
+ * pass it intact.
  */
-#define SP_CE_ID_BITS	SP_SLOT_ID_BITS
-#define SP_CE_ID_MAX	((1U << SP_CE_ID_BITS) - 1)
-#define SP_CE_VPN_MAX	(U64_MAX >> SP_CE_ID_BITS)
-#define SP_CE_DEAD	BIT_ULL(SP_CE_ID_BITS)
+#define SP_CE_DEAD	BIT_ULL(SP_SLOT_ID_BITS)	/* narrow, id 0 */
 #define SP_CE_EPOCHS	255
-static_assert(SP_CE_ID_MAX == SP_SLOT_ID_MAX);
 /* Hits on one hash worth confirming: past this, collisions are an attack. */
 #define SP_PROBE_HITS	8
 
@@ -355,8 +349,8 @@ bool sp_probe_next(struct sp_probe *p, unsigned int *id, unsigned long *vpn)
 			continue;
 		if (++p->seen > SP_PROBE_HITS)
 			return false;
-		*id = e & SP_CE_ID_MAX;
-		*vpn = e >> SP_CE_ID_BITS;
+		*id = sp_loc_id(e);
+		*vpn = sp_loc_vpn(e);
 		p->pos = (p->pos + 1) & mask;
 		return true;
 	}
@@ -397,15 +391,15 @@ void sp_probe_forget(struct sp_probe *p)
 bool sp_probe_insert(struct sp_probe *p, unsigned int id, unsigned long vpn)
 {
 	struct sp_cand_table *t = p->t;
+	u64 loc = id ? sp_loc(id, vpn) : 0;
 
-	if (!t->locs || !t->epoch || !id || id > SP_CE_ID_MAX ||
-	    (u64)vpn > SP_CE_VPN_MAX)
+	if (!t->locs || !t->epoch || !loc)
 		return false;
 	if (p->seen > SP_PROBE_HITS || sp_ce_live(t, p->pos))
 		return false;
 	if (4 * (t->used + 1) > 3UL << t->bits)
 		return false;
-	t->locs[p->pos] = sp_loc(id, vpn);
+	t->locs[p->pos] = loc;
 	t->marks[p->pos] = sp_ce_mark(t, p->hash);
 	t->used++;
 	return true;

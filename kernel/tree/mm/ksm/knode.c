@@ -159,6 +159,9 @@ static struct sp_sharer *sp_sharer_find(struct sp_knode *node, u64 loc)
 {
 	unsigned int i = sp_sharer_home(node, loc), n;
 
+	if (!loc)
+		return NULL;
+
 	for (n = 0; n < node->cap; n++) {
 		if (node->sharers[i].loc == loc)
 			return &node->sharers[i];
@@ -231,12 +234,12 @@ bool sp_sharer_link(struct sp_knode *node, struct sp_slot *slot,
 {
 	unsigned long vpn = addr >> PAGE_SHIFT;
 	struct sp_sharer sh = {
-		.loc = sp_loc(slot->id, vpn),
+		.loc = slot->id ? sp_loc(slot->id, vpn) : 0,
 		.av = (unsigned long)av | (pgoff == vpn ? SP_SHARER_LINEAR : 0),
 	};
 
 	lockdep_assert_held(&sp_mutex);
-	if (!slot->id)
+	if (!sh.loc)
 		return false;
 	if (sp_sharers_full(node) && !sp_sharers_resize(node, 2 * node->cap))
 		return false;

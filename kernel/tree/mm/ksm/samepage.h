@@ -118,12 +118,12 @@
 #define SP_RUN_UNMERGE	2
 
 /*
- * Slot ids, in candidate entries and sharers: a million registered mms.
- * An mm beyond them (or whose id could not be allocated) is scanned, and
- * its all-zero pages may become the zero page, but its pages merge with
- * no other.
+ * Slot ids, in candidate entries and sharers (see sp_loc()): 2^28, 64
+ * times PID_MAX_LIMIT, so more than a host can have mms. An mm whose id
+ * could not be allocated is scanned, and its all-zero pages may become
+ * the zero page, but its pages merge with no other.
  */
-#define SP_SLOT_ID_BITS	20
+#define SP_SLOT_ID_BITS	28
 #define SP_SLOT_ID_MAX	((1U << SP_SLOT_ID_BITS) - 1)
 
 /**
@@ -213,9 +213,8 @@ struct sp_knode {
 
 /**
  * struct sp_sharer - one mapping of a KSM page, in its node's array
- * @loc: where the mapping is: the slot id in the low SP_SLOT_ID_BITS bits
- *	and the virtual page number above (44 bits hold every user address
- *	of 5-level paging); see sp_loc()
+ * @loc: where the mapping is: its slot id and virtual page number, in
+ *	one u64; see sp_loc()
  * @av: the anon_vma of the mapping's VMA, referenced, where rmap walks
  *	start; SP_SHARER_LINEAR set in bit 0 when the page's linear index
  *	in its VMA (linear_page_index()) was its virtual page number, as
@@ -259,20 +258,51 @@ static inline struct sp_sharer *sp_sharer_next(struct sp_knode *node,
 	return NULL;
 }
 
-/* The loc of page @vpn of the slot of id @id. */
+/*
+ * A loc is a slot id and a virtual page number in one u64, in one of two
+ * layouts. The narrow one, bit 63 clear, holds the id in its low
+ * SP_SLOT_ID_BITS bits and a page number below 2^35 above them: every
+ * address of 4-level paging, and every one of 5-level paging that a
+ * process did not ask to be above 2^47. The wide one, bit 63 set, holds
+ * any user page number of 5-level paging (44 bits) above an id of
+ * SP_LOC_WIDE_ID_BITS bits. Only an mm past 2^19 registered ones, with
+ * mergeable memory above 2^47, has a page that neither holds: that page
+ * is scanned but merges with none. A loc is never 0 (ids start at 1).
+ */
+#define SP_LOC_WIDE		BIT_ULL(63)
+#define SP_LOC_VPN_BITS		(63 - SP_SLOT_ID_BITS)
+#define SP_LOC_WIDE_ID_BITS	19
+#define SP_LOC_WIDE_VPN_BITS	(63 - SP_LOC_WIDE_ID_BITS)
+
+/* The loc of page @vpn of the slot of id @id; 0 when neither holds it. */
 static inline u64 sp_loc(unsigned int id, unsigned long vpn)
 {
-	return ((u64)vpn << SP_SLOT_ID_BITS) | id;
+	u64 v = vpn;
+
+	if (id <= SP_SLOT_ID_MAX && !(v >> SP_LOC_VPN_BITS))
+		return v << SP_SLOT_ID_BITS | id;
+	if (!(id >> SP_LOC_WIDE_ID_BITS) && !(v >> SP_LOC_WIDE_VPN_BITS))
+		return SP_LOC_WIDE | v << SP_LOC_WIDE_ID_BITS | id;
+	return 0;
 }
 
 static inline unsigned int sp_loc_id(u64 loc)
 {
+	if (loc & SP_LOC_WIDE)
+		return loc & (BIT(SP_LOC_WIDE_ID_BITS) - 1);
 	return loc & SP_SLOT_ID_MAX;
+}
+
+static inline unsigned long sp_loc_vpn(u64 loc)
+{
+	if (loc & SP_LOC_WIDE)
+		return (loc & ~SP_LOC_WIDE) >> SP_LOC_WIDE_ID_BITS;
+	return loc >> SP_SLOT_ID_BITS;
 }
 
 static inline unsigned long sp_loc_addr(u64 loc)
 {
-	return (unsigned long)(loc >> SP_SLOT_ID_BITS) << PAGE_SHIFT;
+	return sp_loc_vpn(loc) << PAGE_SHIFT;
 }
 
 /*

@@ -283,24 +283,59 @@ static void sp_test_cand_epochs(struct kunit *test)
 	sp_cand_free(&t);
 }
 
+/* @id and @vpn make a loc that gives them back, or (@fits false) none. */
+static void sp_test_loc_is(struct kunit *test, unsigned int id, u64 vpn,
+			   bool fits)
+{
+	u64 loc = sp_loc(id, vpn);
+
+	if (!fits) {
+		KUNIT_EXPECT_EQ(test, loc, 0ULL);
+		return;
+	}
+	KUNIT_EXPECT_NE(test, loc, 0ULL);
+	KUNIT_EXPECT_EQ(test, sp_loc_id(loc), id);
+	KUNIT_EXPECT_EQ(test, (u64)sp_loc_vpn(loc), vpn);
+}
+
+/*
+ * The boundaries of the two layouts of a loc: every id of the narrow one
+ * below 2^35 pages, ids of 19 bits up to the top of 5-level user space.
+ */
+static void sp_test_loc_layouts(struct kunit *test)
+{
+	sp_test_loc_is(test, 1, 0, true);
+	sp_test_loc_is(test, SP_SLOT_ID_MAX, 0, true);
+	sp_test_loc_is(test, SP_SLOT_ID_MAX + 1, 0, false);
+	sp_test_loc_is(test, SP_SLOT_ID_MAX,
+		       min_t(u64, ULONG_MAX, BIT_ULL(SP_LOC_VPN_BITS) - 1),
+		       true);
+	if (BITS_PER_LONG == 32)
+		return;	/* every page number is narrow */
+	sp_test_loc_is(test, SP_SLOT_ID_MAX, BIT_ULL(SP_LOC_VPN_BITS), false);
+	sp_test_loc_is(test, BIT(SP_LOC_WIDE_ID_BITS) - 1,
+		       BIT_ULL(SP_LOC_VPN_BITS), true);
+	sp_test_loc_is(test, BIT(SP_LOC_WIDE_ID_BITS) - 1, BIT_ULL(44) - 1,
+		       true);
+	sp_test_loc_is(test, BIT(SP_LOC_WIDE_ID_BITS), BIT_ULL(44) - 1, false);
+	sp_test_loc_is(test, 1, BIT_ULL(SP_LOC_WIDE_VPN_BITS), false);
+}
+
 static void sp_test_cand_limits(struct kunit *test)
 {
-	u64 past_vpn = SP_CE_VPN_MAX + 1;
 	struct sp_cand_table t = { };
 	unsigned long n, vpn, added = 0;
 	struct sp_probe p;
 	unsigned int id;
 
 	sp_test_cand_reset(&t, 0);
-	/* Slot id 0 and page numbers past the encoding are refused. */
+	/* Slot id 0 and locs neither layout holds are refused. */
 	sp_probe_start(&p, &t, 1);
 	KUNIT_EXPECT_FALSE(test, sp_probe_insert(&p, 0, 1));
-	KUNIT_EXPECT_FALSE(test, sp_probe_insert(&p, SP_CE_ID_MAX + 1, 1));
-	/* On 32-bit every page number fits. */
-	if (past_vpn <= ULONG_MAX)
-		KUNIT_EXPECT_FALSE(test, sp_probe_insert(&p, 1, past_vpn));
-	/* The last of a million mms, at the top of 5-level user space. */
-	vpn = (unsigned long)min_t(u64, ULONG_MAX, (1ULL << 44) - 1);
+	KUNIT_EXPECT_FALSE(test, sp_probe_insert(&p, SP_SLOT_ID_MAX + 1, 1));
+	/* The last id, at the top of narrow page numbers. */
+	vpn = (unsigned long)min_t(u64, ULONG_MAX,
+				   BIT_ULL(SP_LOC_VPN_BITS) - 1);
 	KUNIT_EXPECT_TRUE(test, sp_probe_insert(&p, SP_SLOT_ID_MAX, vpn));
 	sp_probe_start(&p, &t, 1);
 	KUNIT_ASSERT_TRUE(test, sp_probe_next(&p, &id, &n));
@@ -515,6 +550,7 @@ static struct kunit_case sp_index_cases[] = {
 	KUNIT_CASE(sp_test_cand_collisions),
 	KUNIT_CASE(sp_test_cand_forget),
 	KUNIT_CASE(sp_test_cand_epochs),
+	KUNIT_CASE(sp_test_loc_layouts),
 	KUNIT_CASE(sp_test_cand_limits),
 	KUNIT_CASE(sp_test_stable_collisions),
 	KUNIT_CASE(sp_test_stable_sweep),
