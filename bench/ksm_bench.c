@@ -33,7 +33,7 @@
  *             other node in a mapping split into that many VMAs (ksmd
  *             stopped); exit_4g_{reap,forget} (in a guest of more than
  *             5 GiB), the seconds to reap a process holding 4 GiB of
- *             merged pairs, then until ksmd completes two full scans.
+ *             merged pairs, then until ksmd has forgotten its pages.
  *
  * ksmd CPU is utime + stime of /proc/<ksmd>/stat, in clock ticks
  * (USER_HZ), over a span measured in pages by the pages_scanned delta.
@@ -760,15 +760,35 @@ out:
 }
 
 /*
+ * Wait until ksmd has forgotten every page: nothing else is registered,
+ * so ksmd scans only while what it must forget is left.
+ */
+static bool wait_forgotten(void)
+{
+	double deadline = monotonic_seconds() + WAIT_LIMIT;
+
+	while (tracked_pages()) {
+		if (monotonic_seconds() > deadline) {
+			fail("timed out: %ld pages still tracked",
+			     tracked_pages());
+			return false;
+		}
+		usleep(10000);
+	}
+	return true;
+}
+
+/*
  * exit_4g_reap, exit_4g_forget: a child holding @pages pages, pages 2k and
  * 2k+1 alike, all merged, is killed: the guest time until it is reaped,
- * then until ksmd completes two full scans.
+ * then until ksmd has forgotten all of them (much of it while the child
+ * is torn down: ksmd runs beside the exit).
  */
 static void bench_exit(size_t pages, const char *name)
 {
 	double t0, t1;
 	pid_t pid;
-	char metric_name[64], *keep;
+	char metric_name[64];
 	long f;
 	int fds[2];
 	char c;
@@ -788,10 +808,6 @@ static void bench_exit(size_t pages, const char *name)
 			pause();
 	}
 	close(fds[1]);
-	/* Mergeable memory of its own keeps ksmd scanning after the exit. */
-	keep = map_pages(1);
-	fill_unique(keep, 1, 6, 1);
-	merge_pages(keep, 1);
 	if (pid < 0 || read(fds[0], &c, 1) != 1 || c != 'r') {
 		fail("%s: the child did not start", name);
 		goto out;
@@ -810,8 +826,7 @@ static void bench_exit(size_t pages, const char *name)
 	snprintf(metric_name, sizeof(metric_name), "%s_reap", name);
 	metric(metric_name, t1 - t0, "s");
 	prof_begin();
-	f = ksm_read("full_scans");
-	if (wait_scans_until(f + 2)) {
+	if (wait_forgotten()) {
 		snprintf(metric_name, sizeof(metric_name), "%s_forget", name);
 		metric(metric_name, monotonic_seconds() - t1, "s");
 		prof_end(metric_name);
@@ -820,7 +835,6 @@ out:
 	if (pid > 0)
 		kill_all(&pid, 1);
 	close(fds[0]);
-	munmap(keep, page_size);
 }
 
 int main(void)
