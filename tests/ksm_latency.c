@@ -18,9 +18,11 @@
  *
  * The bound, LATE_MAX_MS, is of the order of what one gather of ksmd
  * forgets (4,096 entries) plus the emulation's own jitter; the worst
- * lateness is printed either way. Samepage only: mainline forgets an
- * exited mm's rmap_items, and every mm's on run=2, in one loop without a
- * chance to reschedule (KSM_FORCE=1 runs them on stock, to see that).
+ * lateness is printed either way. Mainline forgets an exited mm's
+ * rmap_items, and every mm's on run=2, in one loop without a chance to
+ * reschedule, but at the size a test guest holds that loop is short
+ * (stock: 11 to 12 ms here), so both kernels pass: the test guards ours,
+ * whose steps are bounded whatever the mm's size, and shows the figures.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -142,14 +144,11 @@ static bool child_merged(void *arg)
 	return ksm_stat(*(pid_t *)arg, "ksm_merging_pages") == PAGES;
 }
 
-static bool samepage;
-
 static void report(const char *name, double late)
 {
 	ktap_diag("%s: worst wake-up %.1f ms late (bound %.0f ms)", name, late,
 		  LATE_MAX_MS);
-	if (samepage)
-		CHECK(late <= LATE_MAX_MS, "%.1f ms late", late);
+	CHECK(late <= LATE_MAX_MS, "%.1f ms late", late);
 }
 
 static void test_exit(void)
@@ -210,7 +209,6 @@ int main(void)
 	cpu_set_t ksmd_cpus;
 
 	ksm_save_settings();
-	samepage = ksm_read("max_kernel_pages") >= 0 || getenv("KSM_FORCE");
 	ktap_plan(ARRAY_SIZE(names));
 	if (sched_getaffinity(ksmd_pid(), sizeof(ksmd_cpus), &ksmd_cpus) ||
 	    pin(ksmd_pid()))
