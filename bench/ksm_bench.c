@@ -659,6 +659,7 @@ static void bench_volatile(void)
 
 #define SCALE_PAGES	256	/* equal pages the fork-kill parent merges */
 #define MIGRATE_SAMPLE	32	/* KSM pages moved in each migrate row */
+#define EXIT_MERGE_SCANS 20	/* full scans the exit row's pairs may take */
 #define MPOL_DEFAULT	0
 #define MPOL_BIND	2
 #define MPOL_MF_MOVE_ALL (1 << 2)
@@ -780,7 +781,8 @@ static bool wait_forgotten(void)
 
 /*
  * exit_4g_reap, exit_4g_forget: a child holding @pages pages, pages 2k and
- * 2k+1 alike, all merged, is killed: the guest time until it is reaped,
+ * 2k+1 alike, locked in memory and all merged, is killed: the guest time
+ * until it is reaped,
  * then until ksmd has forgotten all of them (much of it while the child
  * is torn down: ksmd runs beside the exit).
  */
@@ -801,7 +803,9 @@ static void bench_exit(size_t pages, const char *name)
 		char *p = map_pages(pages);
 
 		fill_unique(p, pages, 5, 2);
-		c = merge_pages(p, pages) ? 'e' : 'r';
+		/* Locked: a page pushed out to swap would never merge. */
+		c = mlock(p, pages * page_size) || merge_pages(p, pages) ?
+		    'e' : 'r';
 		if (write(fds[1], &c, 1) != 1)
 			_exit(1);
 		for (;;)
@@ -814,9 +818,14 @@ static void bench_exit(size_t pages, const char *name)
 	}
 	f = ksm_read("full_scans");
 	while (ksm_stat(pid, "ksm_merging_pages") != (long)pages)
-		if (!wait_scans_until(++f)) {
-			fail("%s: %ld of %zu pages merged", name,
-			     ksm_stat(pid, "ksm_merging_pages"), pages);
+		if (ksm_read("full_scans") > f + EXIT_MERGE_SCANS ||
+		    !wait_scans_until(ksm_read("full_scans") + 1)) {
+			fail("%s: %ld of %zu pages merged after %ld scans (shared %ld sharing %ld unshared %ld)",
+			     name, ksm_stat(pid, "ksm_merging_pages"), pages,
+			     ksm_read("full_scans") - f,
+			     ksm_read("pages_shared"),
+			     ksm_read("pages_sharing"),
+			     ksm_read("pages_unshared"));
 			goto out;
 		}
 	t0 = monotonic_seconds();
