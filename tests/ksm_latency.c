@@ -151,16 +151,30 @@ static void report(const char *name, double late)
 	CHECK(late <= LATE_MAX_MS, "%.1f ms late", late);
 }
 
+/* From a reset KSM, a child whose pages all merged; 0 on failure. */
+static pid_t merged_child(void)
+{
+	pid_t pid;
+
+	CHECK(ksm_reset() == 0, "reset");
+	pid = start_child();
+	if (!CHECK(pid > 0, "child"))
+		return 0;
+	if (!CHECK(ksm_wait_until(child_merged, &pid, 12), "merged")) {
+		kill_all(&pid, 1);
+		return 0;
+	}
+	return pid;
+}
+
 static void test_exit(void)
 {
 	pthread_t th;
 	pid_t pid;
 	long f;
 
-	CHECK(ksm_reset() == 0, "reset");
-	pid = start_child();
-	if (!CHECK(pid > 0, "child") ||
-	    !CHECK(ksm_wait_until(child_merged, &pid, 12), "merged"))
+	pid = merged_child();
+	if (!pid)
 		goto out;
 	/* Mid-pass: ksmd is somewhere in the child's pages. */
 	f = ksm_read("full_scans");
@@ -186,10 +200,8 @@ static void test_run2(void)
 	pthread_t th;
 	pid_t pid;
 
-	CHECK(ksm_reset() == 0, "reset");
-	pid = start_child();
-	if (!CHECK(pid > 0, "child") ||
-	    !CHECK(ksm_wait_until(child_merged, &pid, 12), "merged"))
+	pid = merged_child();
+	if (!pid)
 		goto out;
 	if (!CHECK(probe_start(&th) == 0, "probe"))
 		goto out;

@@ -260,20 +260,6 @@ static void test_scales(void)
 	ktap_result(checks_passed(), "%s", name);
 }
 
-static bool have_swap(void)
-{
-	char line[256];
-	int lines = 0;
-	FILE *f = fopen("/proc/swaps", "r");
-
-	if (!f)
-		return false;
-	while (fgets(line, sizeof(line), f))
-		lines++;
-	fclose(f);
-	return lines > 1;
-}
-
 static int swapped(const char *p, int n)
 {
 	int k = 0;

@@ -37,21 +37,6 @@
 /* KSM pages seen in swap, over both swap-outs (for the lead's report). */
 static long swapped_ksm_pages;
 
-/* Is there any active swap device? */
-static bool have_swap(void)
-{
-	char line[256];
-	int lines = 0;
-	FILE *f = fopen("/proc/swaps", "r");
-
-	if (!f)
-		return false;
-	while (fgets(line, sizeof(line), f))
-		lines++;
-	fclose(f);
-	return lines > 1;
-}
-
 static void cg_cleanup(void)
 {
 	char line[64];

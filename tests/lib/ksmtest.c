@@ -1131,3 +1131,17 @@ void kill_all(pid_t *pid, int n)
 	for (int i = 0; i < n; i++)
 		waitpid(pid[i], NULL, 0);
 }
+
+bool have_swap(void)
+{
+	char line[256];
+	int lines = 0;
+	FILE *f = fopen("/proc/swaps", "r");
+
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f))
+		lines++;
+	fclose(f);
+	return lines > 1;
+}

@@ -172,6 +172,8 @@ void kid_reply(int reply_fd, char r);
  */
 int fork_paused(pid_t *pid, int n);
 void kill_all(pid_t *pid, int n);
+/* Is a swap device active (a line beyond the header in /proc/swaps)? */
+bool have_swap(void);
 
 /*
  * Per-process views of KSM, for the ABI tests. @pid 0 means this process.
