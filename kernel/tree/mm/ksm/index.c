@@ -391,7 +391,7 @@ void sp_probe_forget(struct sp_probe *p)
 bool sp_probe_insert(struct sp_probe *p, unsigned int id, unsigned long vpn)
 {
 	struct sp_cand_table *t = p->t;
-	u64 loc = id ? sp_loc(id, vpn) : 0;
+	u64 loc = sp_loc(id, vpn);
 
 	if (!t->locs || !t->epoch || !loc)
 		return false;

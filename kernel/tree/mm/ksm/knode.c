@@ -234,7 +234,7 @@ bool sp_sharer_link(struct sp_knode *node, struct sp_slot *slot,
 {
 	unsigned long vpn = addr >> PAGE_SHIFT;
 	struct sp_sharer sh = {
-		.loc = slot->id ? sp_loc(slot->id, vpn) : 0,
+		.loc = sp_loc(slot->id, vpn),
 		.av = (unsigned long)av | (pgoff == vpn ? SP_SHARER_LINEAR : 0),
 	};
 

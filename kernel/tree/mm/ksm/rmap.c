@@ -322,8 +322,10 @@ static void sp_collect_sharer(struct sp_sharer *sh, struct page *page,
 		if (!t)
 			continue;
 		anon_vma_interval_tree_foreach(avc, &av->rb_root, first, last) {
+			if (avc->vma->vm_mm != t->mm)
+				continue;
 			addr = sp_sharer_addr(sh, avc->vma);
-			if (avc->vma->vm_mm == t->mm && addr != -EFAULT)
+			if (addr != -EFAULT)
 				add_to_kill_ksm(t, page, avc->vma, to_kill,
 						addr);
 		}

@@ -274,11 +274,16 @@ static inline struct sp_sharer *sp_sharer_next(struct sp_knode *node,
 #define SP_LOC_WIDE_ID_BITS	19
 #define SP_LOC_WIDE_VPN_BITS	(63 - SP_LOC_WIDE_ID_BITS)
 
-/* The loc of page @vpn of the slot of id @id; 0 when neither holds it. */
+/*
+ * The loc of page @vpn of the slot of id @id; 0 when neither layout holds
+ * it, or the slot has no id.
+ */
 static inline u64 sp_loc(unsigned int id, unsigned long vpn)
 {
 	u64 v = vpn;
 
+	if (!id)
+		return 0;
 	if (id <= SP_SLOT_ID_MAX && !(v >> SP_LOC_VPN_BITS))
 		return v << SP_SLOT_ID_BITS | id;
 	if (!(id >> SP_LOC_WIDE_ID_BITS) && !(v >> SP_LOC_WIDE_VPN_BITS))

@@ -304,6 +304,7 @@ static void sp_test_loc_is(struct kunit *test, unsigned int id, u64 vpn,
  */
 static void sp_test_loc_layouts(struct kunit *test)
 {
+	sp_test_loc_is(test, 0, 1, false);	/* no id, no loc */
 	sp_test_loc_is(test, 1, 0, true);
 	sp_test_loc_is(test, SP_SLOT_ID_MAX, 0, true);
 	sp_test_loc_is(test, SP_SLOT_ID_MAX + 1, 0, false);
