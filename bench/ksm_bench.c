@@ -846,9 +846,30 @@ out:
 	close(fds[0]);
 }
 
+/*
+ * Whether to run the workloads named @name: all of them, unless
+ * SAMEPAGE_BENCH_ROWS (make bench ROWS=) lists names, comma-separated,
+ * one of which @name contains.
+ */
+static bool row(const char *name)
+{
+	const char *rows = getenv("SAMEPAGE_BENCH_ROWS");
+	char buf[256], *tok, *save;
+
+	if (!rows || !*rows)
+		return true;
+	snprintf(buf, sizeof(buf), "%s", rows);
+	for (tok = strtok_r(buf, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save))
+		if (strstr(name, tok))
+			return true;
+	return false;
+}
+
 int main(void)
 {
 	double t0 = monotonic_seconds();
+	bool big = meminfo_kb("MemTotal") > 5L << 20;
 
 	clk_tck = sysconf(_SC_CLK_TCK);
 	printf("# ksm_bench: page size %zu, clock ticks %ld/s, ksmd pid %d\n",
@@ -856,21 +877,28 @@ int main(void)
 	if (!ksmd_pid() || ksm_read("run") < 0) {
 		fail("no ksmd or no %s", KSM_DIR);
 	} else {
-		bench_clones();
-		bench_unique(16384, "16k");
-		bench_unique(65536, "64k");
-		bench_unique(262144, "256k");
-		/* 4 GiB of pages: only in a guest that has room for them. */
-		if (meminfo_kb("MemTotal") > 5L << 20)
-			bench_unique(1048576, "1m");
-		bench_volatile();
-		bench_fork_kill(400, "fork_kill_400_recover");
-		bench_fork_kill(2000, "fork_kill_2000_recover");
-		if (!access("/sys/devices/system/node/node1", F_OK)) {
+		if (row("clones"))
+			bench_clones();
+		if (row("unique")) {
+			bench_unique(16384, "16k");
+			bench_unique(65536, "64k");
+			bench_unique(262144, "256k");
+			/* 4 GiB of pages: only in a guest that has room for them. */
+			if (big)
+				bench_unique(1048576, "1m");
+		}
+		if (row("volatile"))
+			bench_volatile();
+		if (row("fork_kill")) {
+			bench_fork_kill(400, "fork_kill_400_recover");
+			bench_fork_kill(2000, "fork_kill_2000_recover");
+		}
+		if (row("migrate") &&
+		    !access("/sys/devices/system/node/node1", F_OK)) {
 			bench_migrate(2048, "migrate_2k_vmas");
 			bench_migrate(16384, "migrate_16k_vmas");
 		}
-		if (meminfo_kb("MemTotal") > 5L << 20)
+		if (row("exit") && big)
 			bench_exit(1048576, "exit_4g");
 		ksm_write("run", 2);
 	}

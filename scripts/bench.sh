@@ -19,6 +19,9 @@
 #			gives each measured span's kernel time by function
 #			(the bench kernels have CONFIG_PROFILING, inert
 #			without the boot option).
+#   ROWS=A,B		run only the workloads whose names contain A or B
+#			(clones, unique, volatile, fork_kill, migrate, exit):
+#			a quicker look at a few rows, not a result.
 #   MEM, TIMEOUT, GUEST	as for boot.sh (defaults 6G: the unique 1M row
 #			needs 4 GiB of pages; 3600 s).
 #
@@ -41,6 +44,7 @@ export APPEND="${APPEND:-} lockdep.prove_locking=0"
 # profile.txt beside its metrics.
 profile=${PROFILE:-0}
 [ "$profile" = 1 ] && APPEND="$APPEND profile=4"
+[ -n "${ROWS:-}" ] && APPEND="$APPEND samepage.rows=$ROWS"
 case $mode in
 icount) export ICOUNT=1 ;;
 wall) export ICOUNT=0 ;;

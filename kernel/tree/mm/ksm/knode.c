@@ -85,16 +85,23 @@ void sp_set_state(struct sp_slot *slot, unsigned long vpn, unsigned long st)
  * a power of two. Each sharer sits at the home that the keyed hash of its
  * loc gives, or after it with no empty entry (loc 0: no slot has id 0)
  * between, so that linking, finding and unlinking a sharer each cost
- * O(1) expected however many sharers the node has. The hash is
- * multiply-add-shift under a key drawn at boot, a universal family: two
- * locs share a home with probability about 2/cap whatever they are, so a
- * user who picks the addresses of its pages cannot pile them on one home
- * without knowing the key; and it costs a multiplication, where an
- * unlink hashes every sharer it moves back. A table of up to
- * SP_SHARERS_DENSE entries may fill up (a node of two sharers, the most
- * common, keeps two entries); a larger one grows at three quarters full
- * and shrinks at an eighth, so resizing, which rehashes every sharer,
- * costs O(1) amortized.
+ * O(1) expected however many sharers the node has.
+ *
+ * The hash is multiply-add under a key drawn at boot, so that a user who
+ * picks the addresses of its pages cannot know their homes, then mixed:
+ * the high half folded into the low, and multiplied again. Alone,
+ * multiply-add-shift (a universal family, but not one linear probing is
+ * safe with) maps a grid of locs, such as a fork's children (consecutive
+ * slot ids, each at the same consecutive pages), to a lattice whose
+ * clusters depend on the key: from 4 to 12 probes a removal over ten
+ * keys, simulating the bench's fork-and-kill, where the mixed hash took
+ * 5.0 with every key. It costs two multiplications, where an unlink
+ * hashes every sharer it moves back.
+ *
+ * A table of up to SP_SHARERS_DENSE entries may fill up (a node of two
+ * sharers, the most common, keeps two entries); a larger one grows at
+ * three quarters full and shrinks at an eighth (sp_sharers_trim()), so
+ * resizing, which rehashes every sharer, costs O(1) amortized.
  */
 #define SP_SHARERS_DENSE	4
 
@@ -105,6 +112,8 @@ static unsigned int sp_sharer_home(const struct sp_knode *node, u64 loc)
 {
 	u64 h = loc * sp_sharer_mul + sp_sharer_add;
 
+	h ^= h >> 32;
+	h *= sp_sharer_mul;
 	return h >> (64 - ilog2(node->cap));
 }
 
@@ -145,13 +154,24 @@ static bool sp_sharers_full(const struct sp_knode *node)
 	return (node->nr_sharers + 1) * 4 > node->cap * 3;
 }
 
-/* Halve @node's table while it is an eighth full; folio locked. */
+/*
+ * Shrink @node's table once it is an eighth full, at once to the size its
+ * sharers fill from a quarter to a half (or SP_SHARERS_DENSE). Amortized
+ * over the sharers removed since the last resize, that is at most one
+ * rehash and eight entries scanned a removal, and a third of a rehash and
+ * under three entries when the sharers drain steadily (halving at an
+ * eighth, as the table did, costs the worst case all the way down).
+ * Folio locked.
+ */
 static void sp_sharers_trim(struct sp_knode *node)
 {
-	while (node->cap > SP_SHARERS_DENSE &&
-	       node->nr_sharers <= node->cap / 8)
-		if (!sp_sharers_resize(node, node->cap / 2))
-			break;
+	unsigned int cap = SP_SHARERS_DENSE;
+
+	if (node->cap <= SP_SHARERS_DENSE || node->nr_sharers > node->cap / 8)
+		return;
+	if (node->nr_sharers > SP_SHARERS_DENSE / 2)
+		cap = roundup_pow_of_two(2 * node->nr_sharers);
+	sp_sharers_resize(node, cap);
 }
 
 /* The sharer of @loc in @node's table, or NULL. */
@@ -255,15 +275,13 @@ bool sp_sharer_link(struct sp_knode *node, struct sp_slot *slot,
 }
 
 /*
- * Account for sharer @sh going from @node, whose table the caller mends,
- * and forget its page unless @keep (its slot's xarray is about to go
- * whole); KSM folio locked or gone.
+ * Account for sharer @sh of @slot going from @node, whose table the caller
+ * mends, and forget its page unless @keep (the caller erases it); KSM
+ * folio locked or gone.
  */
 static void sp_sharer_unlink(struct sp_knode *node, struct sp_sharer *sh,
-			     bool keep)
+			     struct sp_slot *slot, bool keep)
 {
-	struct sp_slot *slot = sp_sharer_slot(sh);
-
 	if (--node->nr_sharers)
 		sp_stats.sharing--;
 	else
@@ -274,8 +292,15 @@ static void sp_sharer_unlink(struct sp_knode *node, struct sp_sharer *sh,
 		sp_entry_set(slot, sp_loc_addr(sh->loc) >> PAGE_SHIFT, NULL);
 }
 
-/* Nodes freed, ever: a batch that holds node pointers checks it. */
-static unsigned long sp_knodes_freed;
+/*
+ * The entries a batch of sp_forget_batch() erases itself: pages @first to
+ * @last of @slot. A stale node freed in the batch leaves them be.
+ */
+struct sp_erasing {
+	struct sp_slot *slot;
+	unsigned long first;
+	unsigned long last;
+};
 
 /**
  * sp_node_folio - get the KSM folio of a node, or free a stale node
@@ -316,17 +341,29 @@ void sp_knode_reap(void)
 		sp_knode_free(node);
 }
 
-/**
- * sp_knode_free - free a node whose KSM folio has gone, and its sharers
- * @node: the node; sp_mutex held
+/* Whether the entry of sharer @sh of @slot is one @but erases. */
+static bool sp_erased_by(const struct sp_erasing *but, struct sp_slot *slot,
+			 const struct sp_sharer *sh)
+{
+	unsigned long vpn = sp_loc_addr(sh->loc) >> PAGE_SHIFT;
+
+	return but && slot == but->slot && vpn >= but->first &&
+	       vpn <= but->last;
+}
+
+/*
+ * Free @node, whose KSM folio has gone, and its sharers, erasing their
+ * entries but those @but (if any) erases itself.
  */
-void sp_knode_free(struct sp_knode *node)
+static void sp_knode_free_but(struct sp_knode *node,
+			      const struct sp_erasing *but)
 {
 	struct sp_sharer *sh;
+	struct sp_slot *slot;
 
-	lockdep_assert_held(&sp_mutex);
 	for (sh = sp_sharer_next(node, node->sharers); sh;
 	     sh = sp_sharer_next(node, sh + 1)) {
+		slot = sp_sharer_slot(sh);
 		/*
 		 * ksm_remove_rmap_item is traced for each mapping but the
 		 * last one left, which pages_shared counts: the events the
@@ -335,14 +372,23 @@ void sp_knode_free(struct sp_knode *node)
 		if (node->nr_sharers > 1)
 			trace_ksm_remove_rmap_item(node->kpfn,
 						   (void *)(long)sh->loc,
-						   sp_sharer_slot(sh)->mm);
-		sp_sharer_unlink(node, sh, false);
+						   slot->mm);
+		sp_sharer_unlink(node, sh, slot, sp_erased_by(but, slot, sh));
 	}
 	kvfree(node->sharers);
-	sp_knodes_freed++;
 	trace_ksm_remove_ksm_page(node->kpfn);
 	sp_stable_del(&sp_stable, node);
 	kmem_cache_free(sp_node_cache, node);
+}
+
+/**
+ * sp_knode_free - free a node whose KSM folio has gone, and its sharers
+ * @node: the node; sp_mutex held
+ */
+void sp_knode_free(struct sp_knode *node)
+{
+	lockdep_assert_held(&sp_mutex);
+	sp_knode_free_but(node, NULL);
 }
 
 /*
@@ -358,42 +404,52 @@ static void sp_drops_done(struct sp_knode *node, struct folio *kfolio)
 	folio_put(kfolio);
 }
 
-/*
- * Drop the sharers of @n entries of @slot, node @nodes[i] at page
- * @vpns[i], keeping the entries, which the caller erases. Entries of one
- * node in a row (a fork's pages of one KSM page) take its folio's lock
- * once.
- */
-static void sp_drop_sharers(struct sp_slot *slot, struct sp_knode **nodes,
-			    const unsigned long *vpns, unsigned int n)
+/* Take @node, freed, out of the @n entries of @nodes. */
+static void sp_nodes_strike(struct sp_knode **nodes, unsigned int n,
+			    const struct sp_knode *node)
 {
-	unsigned long freed = sp_knodes_freed;
+	while (n--)
+		if (nodes[n] == node)
+			nodes[n] = NULL;
+}
+
+/*
+ * Drop the sharers of @n entries of @e->slot, node @nodes[i] at page
+ * @vpns[i], all between @e->first and @e->last, keeping the entries,
+ * which the caller erases. Entries of one node in a row (a fork's pages
+ * of one KSM page) take its folio's lock once.
+ *
+ * A node found stale on the way is freed with its sharers, this batch's
+ * included, and struck from @nodes, so that no later entry uses it.
+ */
+static void sp_drop_sharers(const struct sp_erasing *e,
+			    struct sp_knode **nodes, const unsigned long *vpns,
+			    unsigned int n)
+{
+	struct sp_knode *node = NULL, *gone;
 	struct folio *kfolio = NULL;
-	struct sp_knode *node = NULL;
 	struct sp_sharer *sh;
 	unsigned int i;
 
 	for (i = 0; i < n; i++) {
-		/*
-		 * A stale node, freed on the way, took its sharers' entries
-		 * with it: this page's too, if it mapped that node.
-		 */
-		if (freed != sp_knodes_freed &&
-		    xa_load(&slot->pages, vpns[i]) != nodes[i])
-			continue;
+		if (!nodes[i])
+			continue;	/* freed */
 		if (nodes[i] != node) {
 			sp_drops_done(node, kfolio);
 			node = nodes[i];
-			kfolio = sp_node_folio(node, true);
+			kfolio = sp_node_folio_try(node, true);
 			if (!kfolio) {
-				node = NULL;	/* stale, and freed */
+				gone = node;
+				node = NULL;
+				sp_nodes_strike(nodes + i, n - i, gone);
+				sp_knode_free_but(gone, e);
 				continue;
 			}
 		}
-		sh = sp_sharer_find(node, sp_loc(slot->id, vpns[i]));
+		sh = sp_sharer_find(node, sp_loc(e->slot->id, vpns[i]));
 		if (WARN_ON_ONCE(!sh))
 			continue;
-		sp_sharer_unlink(node, sh, true);
+		sp_sharer_unlink(node, sh, e->slot, true);
 		sp_sharer_remove(node, sh - node->sharers);
 	}
 	sp_drops_done(node, kfolio);
@@ -408,13 +464,15 @@ static void sp_drop_sharers(struct sp_slot *slot, struct sp_knode **nodes,
 void sp_sharer_drop(struct sp_knode *node, struct sp_slot *slot,
 		    unsigned long vpn)
 {
+	struct sp_erasing e = { slot, vpn, vpn };
+
 	lockdep_assert_held(&sp_mutex);
-	sp_drop_sharers(slot, &node, &vpn, 1);
+	sp_drop_sharers(&e, &node, &vpn, 1);
 	sp_entry_set(slot, vpn, NULL);
 }
 
 /* Entries forgotten between two chances to reschedule. */
-#define SP_FORGET_BATCH	32
+#define SP_FORGET_BATCH	256
 
 /**
  * sp_forget - forget the pages of a range where nothing is mapped
@@ -450,49 +508,62 @@ unsigned long sp_forget(struct sp_slot *slot, unsigned long from,
 }
 
 /*
- * Erase every entry of @slot from page @first to @last, counting each,
- * under one hold of the xarray's lock. An erase can shrink the tree
- * under the iteration and end it early: it goes again until none is left.
+ * Erase every entry of @slot from page @first to @last, under one hold of
+ * the xarray's lock; the caller accounted for them. With multi-index
+ * entries one store of NULL clears the range, a leaf node's worth of
+ * entries at a time, and frees the nodes it empties. Otherwise each entry
+ * takes a store, and an erase that shrinks the tree under the iteration
+ * can end it early: it goes again until none is left.
  */
 static void sp_erase_range(struct sp_slot *slot, unsigned long first,
 			   unsigned long last)
 {
+#ifdef CONFIG_XARRAY_MULTI
+	xa_store_range(&slot->pages, first, last, NULL, GFP_KERNEL);
+#else
 	XA_STATE(xas, &slot->pages, first);
 	void *entry;
 
 	xas_lock(&xas);
 	do {
 		xas_set(&xas, first);
-		xas_for_each(&xas, entry, last) {
-			sp_account(slot, entry, NULL);
+		xas_for_each(&xas, entry, last)
 			xas_store(&xas, NULL);
-		}
 		xas_set(&xas, first);
 	} while (xas_find(&xas, last));
 	xas_unlock(&xas);
+#endif
 }
 
 /*
  * Forget up to SP_FORGET_BATCH entries of @slot from page *@vpn on: one
- * walk under RCU gathers them, their sharers are dropped, and one locked
- * walk erases them; *@vpn moves past them. Returns how many there were.
+ * walk under RCU gathers and counts them, their sharers are
+ * dropped, and one store erases them; *@vpn moves past them. Returns how
+ * many there were. Only sp_mutex holders change the entries, so the walk
+ * sees each of them as the erase finds it. @slot is the cursor's, which
+ * __ksm_exit() leaves to ksmd, so it stays while the batch touches it.
  */
 static unsigned int sp_forget_batch(struct sp_slot *slot, unsigned long *vpn)
 {
+	static struct sp_knode *nodes[SP_FORGET_BATCH];	/* under sp_mutex */
+	static unsigned long vpns[SP_FORGET_BATCH];
 	XA_STATE(xas, &slot->pages, *vpn);
-	struct sp_knode *nodes[SP_FORGET_BATCH];
-	unsigned long vpns[SP_FORGET_BATCH], last = 0;
-	unsigned int n = 0, seen = 0;
+	struct sp_erasing e = { .slot = slot };
+	unsigned int n = 0, seen = 0, cands = 0;
 	void *entry;
 
 	rcu_read_lock();
 	xas_for_each(&xas, entry, ULONG_MAX) {
 		if (xas_retry(&xas, entry))
 			continue;
-		last = xas.xa_index;
+		if (!seen)
+			e.first = xas.xa_index;
+		e.last = xas.xa_index;
 		if (!xa_is_value(entry)) {
 			nodes[n] = entry;
-			vpns[n++] = last;
+			vpns[n++] = e.last;
+		} else if (sp_st_cand(xa_to_value(entry))) {
+			cands++;
 		}
 		if (++seen == SP_FORGET_BATCH)
 			break;
@@ -500,9 +571,13 @@ static unsigned int sp_forget_batch(struct sp_slot *slot, unsigned long *vpn)
 	rcu_read_unlock();
 	if (!seen)
 		return 0;
-	sp_drop_sharers(slot, nodes, vpns, n);
-	sp_erase_range(slot, *vpn, last);
-	*vpn = last + 1;
+	/* As sp_account() each entry going, in one go. */
+	sp_stats.tracked -= seen;
+	sp_stats.unshared -= cands;
+	slot->mm->ksm_rmap_items -= seen;
+	sp_drop_sharers(&e, nodes, vpns, n);
+	sp_erase_range(slot, e.first, e.last);
+	*vpn = e.last + 1;
 	return seen;
 }
 

@@ -63,12 +63,37 @@ static void sp_test_sharers_bounds(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, sp_test_count(&node), 7U);
 	for (loc = 7; loc >= 3; loc--)
 		sp_test_del(test, &node, sp_loc(loc, 10));
-	/* Two of sixteen is an eighth: halved; one of eight, again. */
-	KUNIT_EXPECT_EQ(test, node.cap, 8U);
+	/* Two of sixteen is an eighth: down to four entries at once. */
+	KUNIT_EXPECT_EQ(test, node.cap, 4U);
 	sp_test_del(test, &node, sp_loc(2, 10));
 	KUNIT_EXPECT_EQ(test, node.cap, 4U);
 	KUNIT_EXPECT_NOT_NULL(test, sp_sharer_find(&node, sp_loc(1, 10)));
 	KUNIT_EXPECT_NULL(test, sp_sharer_find(&node, sp_loc(2, 10)));
+	kvfree(node.sharers);
+}
+
+/*
+ * A large table an eighth full shrinks to the size its sharers fill from
+ * a quarter to a half, in one resize; every sharer left is found.
+ */
+static void sp_test_sharers_shrink_to_fit(struct kunit *test)
+{
+	struct sp_knode node = {};
+	u64 loc;
+
+	KUNIT_ASSERT_TRUE(test, sp_sharers_init(&node, 2));
+	for (loc = 1; loc <= 96; loc++)
+		sp_test_add(test, &node, sp_loc(loc, 10));
+	KUNIT_EXPECT_EQ(test, node.cap, 128U);
+	for (loc = 96; loc > 17; loc--)
+		sp_test_del(test, &node, sp_loc(loc, 10));
+	KUNIT_EXPECT_EQ(test, node.cap, 128U);
+	/* 16 of 128 is an eighth: 32 entries, half full. */
+	sp_test_del(test, &node, sp_loc(17, 10));
+	KUNIT_EXPECT_EQ(test, node.cap, 32U);
+	for (loc = 1; loc <= 16; loc++)
+		KUNIT_EXPECT_NOT_NULL(test,
+				      sp_sharer_find(&node, sp_loc(loc, 10)));
 	kvfree(node.sharers);
 }
 
@@ -144,6 +169,7 @@ static void sp_test_sharers_many(struct kunit *test)
 
 static struct kunit_case sp_knode_cases[] = {
 	KUNIT_CASE(sp_test_sharers_bounds),
+	KUNIT_CASE(sp_test_sharers_shrink_to_fit),
 	KUNIT_CASE(sp_test_sharers_wrap),
 	KUNIT_CASE(sp_test_sharers_many),
 	{}
