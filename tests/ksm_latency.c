@@ -15,6 +15,13 @@
  *	ksmd completes two full scans after the child is reaped;
  *   latency_run2	the child, merged again, stays; run=2 unmerges and
  *	forgets it, and the probe runs until the write returns.
+ *   settings_during_run2	(samepage) the child, merged again, stays;
+ *	once run=2 has copied UNSHARING_KB of it, a write of
+ *	max_page_sharing (refused with EBUSY while KSM pages exist) returns
+ *	within WRITE_MAX_MS and before run=2 ends, and the child's pages
+ *	hold their content after. Mainline holds ksmd's mutex for the whole
+ *	of run=2, so the write waits for all of it there (KSM_FORCE=1 runs
+ *	it on stock to see).
  *
  * The bound, LATE_MAX_MS, is of the order of what one gather of ksmd
  * forgets (4,096 entries) plus the emulation's own jitter; the worst
@@ -43,6 +50,7 @@
 #define PROBE_US	1000
 #define LATE_MAX_MS	100.0
 #define PROBE_CPU	0
+#define WRITE_MAX_MS	200.0
 
 static volatile int probing;
 static double worst_ms;
@@ -127,8 +135,22 @@ static pid_t start_child(void)
 		c = merge_pages(p, PAGES) ? 'e' : 'r';
 		if (write(fds[1], &c, 1) != 1)
 			_exit(1);
-		for (;;)
-			pause();
+		/* SIGUSR1: exit 0 if every page holds its content. */
+		for (;;) {
+			sigset_t set;
+			int sig;
+
+			sigemptyset(&set);
+			sigaddset(&set, SIGUSR1);
+			sigprocmask(SIG_BLOCK, &set, NULL);
+			if (sigwait(&set, &sig))
+				_exit(2);
+			for (size_t i = 0; i < PAGES; i++)
+				if (!holds_pattern(p + i * page_size, SEED,
+						   i / 2))
+					_exit(3);
+			_exit(0);
+		}
 	}
 	close(fds[1]);
 	if (pid > 0 && (read(fds[0], &c, 1) != 1 || c != 'r')) {
@@ -215,9 +237,85 @@ out:
 	ktap_result(checks_passed(), "latency_run2");
 }
 
+/* The child's pages hold their content (it exits, reaped here). */
+static bool child_content_ok(pid_t pid)
+{
+	int status;
+
+	if (kill(pid, SIGUSR1) || waitpid(pid, &status, 0) != pid)
+		return false;
+	return WIFEXITED(status) && !WEXITSTATUS(status);
+}
+
+struct run2 {
+	int err;
+	double end_ms;
+};
+
+static void *run2_thread(void *arg)
+{
+	struct run2 *r = arg;
+
+	r->err = ksm_write("run", 2);
+	r->end_ms = now_ms();
+	return NULL;
+}
+
+/* run=2 is under way: its copies took UNSHARING_KB of free memory. */
+#define UNSHARING_KB	(32 * 1024)
+
+static bool unsharing(void *arg)
+{
+	return meminfo_kb("MemFree") < *(long *)arg - UNSHARING_KB;
+}
+
+static void test_settings_during_run2(bool samepage)
+{
+	struct run2 r = { .err = 1 };
+	double t, write_ms;
+	pthread_t th;
+	long free_kb;
+	pid_t pid;
+	int err;
+
+	if (!samepage) {
+		ktap_skip_named("settings_during_run2", "samepage only");
+		return;
+	}
+	pid = merged_child();
+	if (!pid)
+		goto out;
+	free_kb = meminfo_kb("MemFree");
+	if (!CHECK(pthread_create(&th, NULL, run2_thread, &r) == 0,
+		   "run=2 thread"))
+		goto out;
+	CHECK(ksm_wait_until(unsharing, &free_kb, 2), "run=2 began");
+	t = now_ms();
+	err = ksm_write("max_page_sharing", 1000);
+	write_ms = now_ms() - t;
+	pthread_join(th, NULL);
+	ktap_diag("settings write %.1f ms, run=2 %.1f ms after it began",
+		  write_ms, r.end_ms - t);
+	CHECK(err == -EBUSY, "max_page_sharing during run=2: %d", err);
+	CHECK(r.err == 0, "run=2: %d", r.err);
+	CHECK(write_ms <= WRITE_MAX_MS, "settings write %.1f ms > %.0f",
+	      write_ms, WRITE_MAX_MS);
+	CHECK(t + write_ms < r.end_ms, "the write returned after run=2");
+	CHECK(ksm_stat(pid, "ksm_merging_pages") == 0,
+	      "merging %ld after run=2", ksm_stat(pid, "ksm_merging_pages"));
+	CHECK(child_content_ok(pid), "the child's pages hold their content");
+	pid = 0;
+out:
+	if (pid > 0)
+		kill_all(&pid, 1);
+	ktap_result(checks_passed(), "settings_during_run2");
+}
+
 int main(void)
 {
-	static const char *const names[] = { "latency_exit", "latency_run2" };
+	static const char *const names[] = { "latency_exit", "latency_run2",
+					     "settings_during_run2" };
+	bool samepage = ksm_read("max_kernel_pages") >= 0 || getenv("KSM_FORCE");
 	cpu_set_t ksmd_cpus;
 
 	ksm_save_settings();
@@ -229,6 +327,7 @@ int main(void)
 	test_exit();
 	test_run2();
 	sched_setaffinity(ksmd_pid(), sizeof(ksmd_cpus), &ksmd_cpus);
+	test_settings_during_run2(samepage);
 	ksm_reset();
 	return ktap_finish();
 }

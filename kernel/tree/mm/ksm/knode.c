@@ -582,13 +582,13 @@ static unsigned int sp_forget_batch(struct sp_slot *slot, unsigned long *vpn)
 }
 
 /**
- * sp_forget_gone - forget the pages of an exited mm, a budget's worth
- * @slot: the slot; its mm exited
+ * sp_forget_some - forget the pages of a slot, a budget's worth
+ * @slot: the cursor's slot: its mm exited, or run=2 unshared it
  * @budget: how many entries it may forget; it takes off those it did
  *
  * Return: true once the slot holds no entry.
  */
-bool sp_forget_gone(struct sp_slot *slot, unsigned int *budget)
+bool sp_forget_some(struct sp_slot *slot, unsigned int *budget)
 {
 	unsigned long vpn = 0;
 	unsigned int n;

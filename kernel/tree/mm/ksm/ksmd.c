@@ -128,7 +128,7 @@ static void sp_found_trim(struct sp_found *f, unsigned int i)
  * more, the gather ends there, with the pages before them or none. An
  * exited mm is forgotten from its first entry, so that whatever the pass
  * saw of it before it exited goes in bounded steps too, in batches that
- * walk its xarray in order (sp_forget_gone()).
+ * walk its xarray in order (sp_forget_some()).
  */
 static bool sp_gather(struct sp_slot **slotp, unsigned int max)
 {
@@ -148,7 +148,7 @@ static bool sp_gather(struct sp_slot **slotp, unsigned int max)
 		f->nr = 0;
 		f->max = max;
 		if (!atomic_read(&slot->mm->mm_users)) {
-			if (sp_forget_gone(slot, &budget)) {
+			if (sp_forget_some(slot, &budget)) {
 				sp_slot_done(slot);
 				continue;
 			}
@@ -218,6 +218,14 @@ static unsigned int sp_visit_found(struct sp_slot *slot, unsigned int budget)
 	return budget;
 }
 
+/* Let go of sp_mutex for a moment, for those who wait for it. */
+static void sp_mutex_yield(void)
+{
+	mutex_unlock(&sp_mutex);
+	cond_resched();
+	mutex_lock(&sp_mutex);
+}
+
 /*
  * Between gathers, nothing is held but sp_mutex and the cursor: let the
  * others that wait for sp_mutex (a sysfs store, run=2, memory going
@@ -226,9 +234,7 @@ static unsigned int sp_visit_found(struct sp_slot *slot, unsigned int budget)
  */
 static bool sp_let_others_in(void)
 {
-	mutex_unlock(&sp_mutex);
-	cond_resched();
-	mutex_lock(&sp_mutex);
+	sp_mutex_yield();
 	return sp_should_run();
 }
 
@@ -245,19 +251,49 @@ static void sp_scan_batch(unsigned int budget)
 	}
 }
 
+/*
+ * Unshare every KSM page mapped in @mm's mergeable VMAs, as
+ * MADV_UNMERGEABLE does, without sp_mutex. Returns 0 or the error that
+ * stopped it.
+ */
+static int sp_unshare_mm(struct mm_struct *mm)
+{
+	VMA_ITERATOR(vmi, mm, 0);
+	struct vm_area_struct *vma;
+	int err = 0;
+
+	mmap_read_lock(mm);
+	if (!atomic_read(&mm->mm_users))
+		goto out;	/* exiting: its teardown unmaps them */
+	for_each_vma(vmi, vma) {
+		if (!(vma->vm_flags & VM_MERGEABLE))
+			continue;
+		err = sp_unshare_range(vma, vma->vm_start, vma->vm_end);
+		if (err)
+			break;
+	}
+out:
+	mmap_read_unlock(mm);
+	return err;
+}
+
 /**
  * sp_unmerge_all - run=2: unshare every KSM page and forget every page
  *
- * Called with sp_mutex held, and the writers of run kept out. Slots of
- * exited mms are freed on the way. Between slots sp_mutex is let go, so
- * that memory going offline or a settings write waits for one mm, not
- * for all of them; ksmd does not scan meanwhile, run having no merge bit.
+ * Called with sp_mutex held, and the writers of run kept out. Each mm
+ * is unshared without sp_mutex, as MADV_UNMERGEABLE would, then
+ * forgotten SP_FORGET_MAX entries at a time, with sp_mutex let go between
+ * (and between mms), so that memory going offline or a settings write
+ * waits for a gather's worth of work, however large the mms. Slots of
+ * exited mms are freed on the way. Nothing merges meanwhile: ksmd does
+ * not scan, run having no merge bit, and the cursor's slot, which keeps
+ * __ksm_exit() from freeing it, is this function's.
  *
  * Return: 0, or the error that stopped it (-ENOMEM, -ERESTARTSYS).
  */
 int sp_unmerge_all(void)
 {
-	struct vm_area_struct *vma;
+	unsigned int budget;
 	struct sp_slot *slot;
 	int err = 0;
 
@@ -266,25 +302,19 @@ int sp_unmerge_all(void)
 	sp_cur.slot = list_first_entry_or_null(&sp_slots, struct sp_slot, list);
 	spin_unlock(&sp_slots_lock);
 	while (!err && (slot = sp_cur.slot)) {
-		VMA_ITERATOR(vmi, slot->mm, 0);
-
-		mmap_read_lock(slot->mm);
-		if (atomic_read(&slot->mm->mm_users)) {
-			for_each_vma(vmi, vma) {
-				if (!(vma->vm_flags & VM_MERGEABLE))
-					continue;
-				err = sp_unshare_range(vma, vma->vm_start,
-						       vma->vm_end);
-				if (err)
-					break;
-			}
+		mutex_unlock(&sp_mutex);
+		err = sp_unshare_mm(slot->mm);
+		mutex_lock(&sp_mutex);
+		for (;;) {
+			budget = SP_FORGET_MAX;
+			if (sp_forget_some(slot, &budget))
+				break;
+			sp_mutex_yield();
 		}
-		sp_forget_all(slot);
+		mmap_read_lock(slot->mm);
 		sp_cur.saw_vma = true;	/* keep live slots registered */
 		sp_slot_done(slot);
-		mutex_unlock(&sp_mutex);
-		cond_resched();
-		mutex_lock(&sp_mutex);
+		sp_mutex_yield();
 	}
 	spin_lock(&sp_slots_lock);
 	sp_cur.slot = NULL;

@@ -68,7 +68,8 @@
  * DOC: Locking
  *
  * - sp_mutex: held by ksmd while it scans, by run=2's unmerge of
- *   everything (which lets go of it between mms), and by a sysfs store
+ *   everything (which unshares an mm without it and lets go of it
+ *   between budgets of entries forgotten), and by a sysfs store
  *   that needs the index empty or ksmd still. It protects both tables,
  *   the counters in &struct sp_stats, the entries of every slot's xarray
  *   (the xarray's own lock only makes each store atomic for the readers
@@ -534,7 +535,7 @@ void sp_sharer_drop(struct sp_knode *node, struct sp_slot *slot,
 		    unsigned long vpn);
 unsigned long sp_forget(struct sp_slot *slot, unsigned long from,
 			unsigned long to, unsigned int *budget);
-bool sp_forget_gone(struct sp_slot *slot, unsigned int *budget);
+bool sp_forget_some(struct sp_slot *slot, unsigned int *budget);
 void sp_forget_all(struct sp_slot *slot);
 void sp_release_orphan(struct sp_knode *node);
 void sp_knode_free(struct sp_knode *node);
