@@ -174,3 +174,7 @@ int __init sp_core_init(void)
 	kmem_cache_destroy(sp_node_cache);
 	return -ENOMEM;
 }
+
+#ifdef CONFIG_KSM_INDEX_KUNIT_TEST
+#include "tests/core-kunit.h"
+#endif
