@@ -24,6 +24,12 @@
  *             first one (which only takes checksums); at 64k also over
  *             the MEASURE_SCANS scans after those (unique_64k_rescan),
  *             when every page has held still for several passes.
+ *   thp       the same on transparent huge pages (2 MiB aligned, advised
+ *             MADV_HUGEPAGE, as QEMU advises guest RAM): unique_64k_thp_scan
+ *             as unique at 64k, and unique_64k_thp_huge the share of the
+ *             memory still in huge pages after; clones_thp the clones'
+ *             merge time and ksmd CPU, and clones_thp_huge_{before,after}
+ *             the share in huge pages before and after it.
  *   volatile  VOLATILE_PAGES identical pages that a writer keeps changing:
  *             ksmd CPU per scanned page, and nothing may merge.
  *   scale     what a process's mappings cost: fork_kill_{400,2000}_recover,
@@ -75,6 +81,7 @@
 
 #define CLONE_KIDS	4
 #define CLONE_PAGES	4096		/* 16 MiB per child */
+#define HUGE_SIZE	(2UL << 20)
 #define VOLATILE_PAGES	16384
 #define MEASURE_SCANS	3
 #define SERIES_STEP	0.1		/* seconds between series samples */
@@ -85,6 +92,7 @@ enum fill { FILL_CLONE, FILL_UNIQUE, FILL_VOLATILE };
 struct job {
 	size_t pages;
 	enum fill fill;
+	bool huge;	/* on transparent huge pages, not small ones */
 };
 
 /* What a child replies to a command: a status byte and a duration. */
@@ -372,10 +380,37 @@ static double madvise_timed(char *mem, size_t pages, int advice)
 	return monotonic_seconds() - t0;
 }
 
+/*
+ * @pages pages, faulted, on transparent huge pages where the kernel can
+ * give them: 2 MiB aligned and advised MADV_HUGEPAGE.
+ */
+static char *map_huge(size_t pages)
+{
+	size_t len = pages * page_size;
+	char *raw, *p;
+
+	raw = mmap(NULL, len + HUGE_SIZE, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (raw == MAP_FAILED) {
+		perror("mmap");
+		exit(2);
+	}
+	p = (char *)(((uintptr_t)raw + HUGE_SIZE - 1) & ~(HUGE_SIZE - 1));
+	madvise(p, len, MADV_HUGEPAGE);
+	memset(p, 0, len);
+	return p;
+}
+
+/* The share of @pages pages that the system's huge pages could hold. */
+static double huge_share(size_t pages)
+{
+	return meminfo_kb("AnonHugePages") * 1024.0 / (pages * page_size);
+}
+
 static int kid_main(void *arg, int i, int cmd_fd, int reply_fd)
 {
 	const struct job *job = arg;
-	char *mem = map_pages(job->pages);
+	char *mem = job->huge ? map_huge(job->pages) : map_pages(job->pages);
 	double t;
 
 	fill(job, mem, i);
@@ -530,7 +565,7 @@ static void clones_unmerge(struct kids *k)
 static void bench_clones_with(const char *name, const char *file,
 			      const char *value, double off)
 {
-	struct job job = { CLONE_PAGES, FILL_CLONE };
+	struct job job = { CLONE_PAGES, FILL_CLONE, false };
 	char m[64];
 	struct kids k;
 	double on;
@@ -551,9 +586,35 @@ static void bench_clones_with(const char *name, const char *file,
 	ksm_write("run", 2);
 }
 
+/*
+ * The clones on transparent huge pages: ksmd's CPU and time to merge them
+ * all (each merge splits the huge page it falls in, on both kernels), and
+ * the share of their memory still in huge pages after.
+ */
+static void bench_clones_thp(void)
+{
+	struct job job = { CLONE_PAGES, FILL_CLONE, true };
+	struct kids k;
+	double before;
+
+	printf("# clones_thp: %d processes x %d pages, huge\n", CLONE_KIDS,
+	       CLONE_PAGES);
+	if (!reset() || !start_kids(&k, CLONE_KIDS, &job))
+		return;
+	before = huge_share(CLONE_KIDS * CLONE_PAGES);
+	metric("clones_thp_huge_before", before, "share");
+	if (before < 0.5)
+		fail("clones_thp: %.2f of the memory in huge pages", before);
+	if (clones_merge(&k, "clones_thp") >= 0)
+		metric("clones_thp_huge_after",
+		       huge_share(CLONE_KIDS * CLONE_PAGES), "share");
+	stop_kids(&k);
+	ksm_write("run", 2);
+}
+
 static void bench_clones(void)
 {
-	struct job job = { CLONE_PAGES, FILL_CLONE };
+	struct job job = { CLONE_PAGES, FILL_CLONE, false };
 	struct kids k;
 	double off;
 
@@ -586,9 +647,9 @@ static void unique_rescan(struct sample *a)
 	}
 }
 
-static void bench_unique(size_t pages, const char *name)
+static void bench_unique(size_t pages, const char *name, bool huge)
 {
-	struct job job = { pages, FILL_UNIQUE };
+	struct job job = { pages, FILL_UNIQUE, huge };
 	struct sample a, b;
 	char metric_name[64];
 	struct kids k;
@@ -611,7 +672,11 @@ static void bench_unique(size_t pages, const char *name)
 				 "unique_%s_scan", name);
 			prof_end(metric_name);
 			metric(metric_name, ns_per_page(&a, &b), "ns/page");
-			if (pages == 65536) {
+			if (huge) {
+				snprintf(metric_name, sizeof(metric_name),
+					 "unique_%s_huge", name);
+				metric(metric_name, huge_share(pages), "share");
+			} else if (pages == 65536) {
 				metadata_metric("unique_64k_metadata", slab0);
 				unique_rescan(&b);
 			}
@@ -624,7 +689,7 @@ static void bench_unique(size_t pages, const char *name)
 
 static void bench_volatile(void)
 {
-	struct job job = { VOLATILE_PAGES, FILL_VOLATILE };
+	struct job job = { VOLATILE_PAGES, FILL_VOLATILE, false };
 	struct sample a, b;
 	struct kids k;
 	long scans;
@@ -880,12 +945,16 @@ int main(void)
 		if (row("clones"))
 			bench_clones();
 		if (row("unique")) {
-			bench_unique(16384, "16k");
-			bench_unique(65536, "64k");
-			bench_unique(262144, "256k");
+			bench_unique(16384, "16k", false);
+			bench_unique(65536, "64k", false);
+			bench_unique(262144, "256k", false);
 			/* 4 GiB of pages: only in a guest that has room for them. */
 			if (big)
-				bench_unique(1048576, "1m");
+				bench_unique(1048576, "1m", false);
+		}
+		if (row("thp")) {
+			bench_unique(65536, "64k_thp", true);
+			bench_clones_thp();
 		}
 		if (row("volatile"))
 			bench_volatile();

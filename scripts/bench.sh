@@ -20,8 +20,8 @@
 #			(the bench kernels have CONFIG_PROFILING, inert
 #			without the boot option).
 #   ROWS=A,B		run only the workloads whose names contain A or B
-#			(clones, unique, volatile, fork_kill, migrate, exit):
-#			a quicker look at a few rows, not a result.
+#			(clones, unique, thp, volatile, fork_kill, migrate,
+#			exit): a quicker look at a few rows, not a result.
 #   MEM, TIMEOUT, GUEST	as for boot.sh (defaults 6G: the unique 1M row
 #			needs 4 GiB of pages; 3600 s).
 #
@@ -200,8 +200,14 @@ rev=$(git -C "$TOP" rev-parse --short HEAD 2>/dev/null || echo unknown)
 		done
 	done
 } | tee "$out/report.txt"
-plot "$(sed -n 's/^# clones: //p' "${logs[0]}" | head -n 1)"
-note "report in $out/report.txt, plots in $out/clones.png, $out/clones-cpu.png"
+# ROWS= without the clones: no series to plot.
+if [ -s "$out/stock/clones.dat" ] && [ -s "$out/ksm/clones.dat" ]; then
+	plot "$(sed -n 's/^# clones: //p' "${logs[0]}" | head -n 1)"
+	note "report in $out/report.txt, plots in $out/clones.png," \
+		"$out/clones-cpu.png"
+else
+	note "report in $out/report.txt (no clones row: no plots)"
+fi
 if grep -q '^error' "${logs[@]}"; then
 	die "the bench reported errors (lines 'error' in the ktap.log files)"
 fi
