@@ -11,14 +11,14 @@
  * guess is the slowest page. Over TRIALS trials:
  *
  *   side_channel_system: merging across all processes (mainline, the
- *     default) leaks: at least LEAK_MIN right guesses, where chance gives
- *     that many with probability 2.9e-7. This holds on stock too: the
- *     test measures the leak it is about. On samepage the first write to
- *     an unmerged page that held still faults as well (ksmd
+ *     default) leaks: more than CHANCE_MAX right guesses (LEAK_MIN),
+ *     which chance gives with probability 6.2e-5. This holds on stock
+ *     too: the test measures the leak it is about. On samepage the first
+ *     write to an unmerged page that held still faults as well (ksmd
  *     write-protected it, mm/ksm/walk.c), only more cheaply than a copy
  *     on write: the gap narrows and the guesses are noisier (21 to 26
- *     of 32 here, 18 to 20 under KASAN; stock 32), but the leak stays far
- *     above chance.
+ *     of 32 here, once 14; 18 to 20 under KASAN; stock 32), but the leak
+ *     stays far above chance.
  *   side_channel_{process,cgroup,user}: with merge_domain set so that the
  *     two are in different domains, the guesses are at chance: with no
  *     merge, which page is slowest is independent of the secret, so the
@@ -45,8 +45,8 @@
 #define G		8	/* candidate contents */
 #define FILLER		64	/* the victim's other pages */
 #define TRIALS		32
-#define LEAK_MIN	16	/* P(Binomial(32, 1/8) >= 16) = 2.9e-7 */
 #define CHANCE_MAX	12	/* P(Binomial(32, 1/8) > 12) = 6.2e-5 */
+#define LEAK_MIN	(CHANCE_MAX + 1)
 #define SCANS		4	/* full scans ksmd gets a trial */
 #define CG_V		CGROUP_ROOT "/ksm_sc_v"
 #define CG_A		CGROUP_ROOT "/ksm_sc_a"
