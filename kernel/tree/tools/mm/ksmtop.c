@@ -731,7 +731,7 @@ static void json_real(const char *key, double v)
 	if (isnan(v))
 		printf("\"%s\":null,", key);
 	else
-		printf("\"%s\":%.3f,", key, v);
+		printf("\"%s\":%.6f,", key, v);
 }
 
 static void json_figures(const struct figures *f)

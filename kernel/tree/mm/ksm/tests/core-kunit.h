@@ -11,7 +11,7 @@
 #include <kunit/test.h>
 #include <linux/vmalloc.h>
 
-#define SP_TEST_MMS	(1U << 17)
+#define SP_TEST_MMS	BIT(17)
 
 /* Buckets in the table now that its resizes are done. */
 static unsigned int sp_test_mm_buckets(void)
