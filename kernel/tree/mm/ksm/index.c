@@ -267,6 +267,35 @@ void sp_cand_reset(struct sp_cand_table *t)
 }
 
 /**
+ * sp_cand_reserve - room for @n more candidates, for a merge on request
+ * @t: the table
+ * @n: the pages a request may still add
+ *
+ * A pass sizes the table for what the pass before it saw, and with ksmd
+ * stopped there may be no table at all; a merge on request (request.c)
+ * can bring more pages than that between two passes. The table then
+ * grows to twice what they need at the load sp_cand_reset() allows, so
+ * that requests that follow one another (instances of one image, each
+ * loaded and merged in turn) seldom regrow it. Growing forgets the
+ * candidates held: an entry keeps eight bits of its hash, too few to
+ * place it again. Their pages pair at a later visit instead, which costs
+ * time, never content.
+ *
+ * Return: false if a larger table could not be had; the old one stays.
+ */
+bool sp_cand_reserve(struct sp_cand_table *t, unsigned long n)
+{
+	unsigned long need = t->used + n;
+
+	if (t->locs && t->epoch && 3 * need <= 2UL << t->bits)
+		return true;
+	if (!sp_cand_alloc(t, max_t(unsigned int, 10, order_base_2(3 * need))))
+		return false;
+	t->used = 0;
+	return true;
+}
+
+/**
  * sp_cand_clear - forget every candidate, keeping the table's size
  * @t: the table
  */

@@ -155,7 +155,7 @@ static bool sp_gather(struct sp_slot **slotp, unsigned int max)
 			mmap_read_unlock(slot->mm);
 			return true;
 		}
-		if (sp_find_in_mm(slot->mm, sp_cur.addr, f))
+		if (sp_find_in_mm(slot->mm, sp_cur.addr, ULONG_MAX, f))
 			sp_cur.saw_vma = true;
 		for (i = 0; i < f->nr; i++) {
 			stop = sp_forget(slot, sp_cur.addr, f->addr[i], &budget);

@@ -56,6 +56,7 @@
  * - merge.c: write-protecting, merging and unsharing pages.
  * - hotplug.c: dropping the nodes of memory that goes offline.
  * - visit.c: the visit of each page, the per-page state machine.
+ * - request.c: merging a range now, in the caller's context (MADV_MERGE).
  * - ksmd.c: the thread, its passes and batches, and unmerging everything.
  * - sysfs.c: /sys/kernel/mm/ksm and the profit in /proc/PID/ksm_stat.
  * - register.c: the entry points that register mms (madvise, prctl,
@@ -496,6 +497,8 @@ int sp_unmerge_all(void);
 #define SP_FOUND_UNSURE	BIT(3)	/* written since hashed protected */
 #define SP_FOUND_MERGED	BIT(4)	/* maps its KSM page, as recorded: no page */
 #define SP_FOUND_AWAY	BIT(5)	/* under migration: keep its entry; no page */
+/* Not the walk's: how a merge on request visits every page (request.c). */
+#define SP_FOUND_NOW	BIT(6)	/* merge now: no smart skip, no hash compare */
 
 /**
  * struct sp_found - the pages one walk found, in address order
@@ -517,7 +520,7 @@ struct sp_found {
 };
 
 bool sp_find_in_mm(struct mm_struct *mm, unsigned long from,
-		   struct sp_found *f);
+		   unsigned long to, struct sp_found *f);
 
 /* visit.c */
 bool sp_visit(struct sp_slot *slot, unsigned long addr, struct page *page,
@@ -585,6 +588,7 @@ struct sp_probe {
 };
 
 void sp_cand_reset(struct sp_cand_table *t);
+bool sp_cand_reserve(struct sp_cand_table *t, unsigned long n);
 void sp_cand_clear(struct sp_cand_table *t);
 void sp_cand_free(struct sp_cand_table *t);
 void sp_probe_start(struct sp_probe *p, struct sp_cand_table *t, u64 hash);

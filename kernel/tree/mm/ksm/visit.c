@@ -557,7 +557,9 @@ static u64 sp_visit_hash(struct page *page, unsigned long st,
  * @slot: the slot of the page's mm; ksmd holds sp_mutex, no mmap_lock
  * @addr: the page's address
  * @page: the page, referenced
- * @how: what the walk learnt of it: SP_FOUND_CLEAN, SP_FOUND_WP or 0
+ * @how: what the walk learnt of it: SP_FOUND_CLEAN, SP_FOUND_WP or 0;
+ *	with SP_FOUND_NOW, a merge on request: the page is looked up as
+ *	one that held still, whatever its hash was, and is never skipped
  *
  * Return: false when smart scan skipped it: then it does not count as
  * scanned.
@@ -568,7 +570,8 @@ bool sp_visit(struct sp_slot *slot, unsigned long addr, struct page *page,
 	unsigned long vpn = addr >> PAGE_SHIFT;
 	struct folio *folio = page_folio(page);
 	void *entry = xa_load(&slot->pages, vpn);
-	bool skip, cand, held;
+	bool now = how & SP_FOUND_NOW;
+	bool skip = false, cand, held;
 	unsigned long st;
 	u64 hash;
 
@@ -592,7 +595,8 @@ bool sp_visit(struct sp_slot *slot, unsigned long addr, struct page *page,
 	 */
 	if (how & SP_FOUND_UNSURE)
 		st = sp_st_make(sp_st_hash(st), sp_st_cand(st), 0, 0);
-	st = sp_smart_age(st, &skip);
+	if (!now)
+		st = sp_smart_age(st, &skip);
 	if (skip) {
 		sp_set_state(slot, vpn, st);
 		sp_stats.skipped++;
@@ -602,7 +606,7 @@ bool sp_visit(struct sp_slot *slot, unsigned long addr, struct page *page,
 		how &= ~SP_FOUND_CLEAN;	/* forgotten since the walk */
 	hash = sp_visit_hash(page, st, how);
 	st = sp_st_set_wp(st, how & (SP_FOUND_CLEAN | SP_FOUND_WP));
-	if (!entry || !sp_st_hash_is(st, hash)) {
+	if (!now && (!entry || !sp_st_hash_is(st, hash))) {
 		/* New or changed, it may be a candidate next pass. */
 		sp_cands.want++;
 		sp_note_unmerged(slot, vpn, entry, hash, false, st);

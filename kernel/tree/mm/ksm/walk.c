@@ -398,29 +398,31 @@ static const struct mm_walk_ops sp_walk_ops = {
  * sp_find_in_mm - gather the next pages of an mm
  * @mm: the mm; mmap_lock held for reading
  * @from: the address to start at
+ * @to: the address to end at
  * @f: where the pages go, each referenced; @f->nr pages, at most @f->max,
  *     with what the walk learnt of each in @f->how
  *
- * The walk ends at the end of the mm or when @f is full.
+ * The walk ends at @to or when @f is full.
  *
  * Return: whether the walk met a mergeable VMA.
  */
 bool sp_find_in_mm(struct mm_struct *mm, unsigned long from,
-		   struct sp_found *f)
+		   unsigned long to, struct sp_found *f)
 {
 	VMA_ITERATOR(vmi, mm, from);
 	struct vm_area_struct *vma;
 	bool saw_vma = false;
 
 	lockdep_assert_held(&sp_mutex);
-	for_each_vma(vmi, vma) {
+	for_each_vma_range(vmi, vma, to) {
 		if (!(vma->vm_flags & VM_MERGEABLE))
 			continue;
 		saw_vma = true;
 		if (!vma->anon_vma)
 			continue;
 		if (walk_page_range_vma(vma, max(from, vma->vm_start),
-					vma->vm_end, &sp_walk_ops, f) > 0)
+					min(to, vma->vm_end), &sp_walk_ops,
+					f) > 0)
 			break;
 		if (!atomic_read(&mm->mm_users))
 			break;
