@@ -13,13 +13,40 @@
  * Layering (see samepage.h): calls into core.c, domain.c, hotplug.c,
  * index.c, knode.c, ksmd.c, merge.c, sysfs.c.
  */
+
+/**
+ * DOC: Opt-in
+ *
+ * A process merges all its memory (MMF_VM_MERGE_ANY: every VMA that can
+ * be merged is made mergeable, now and as it is mapped) when the first of
+ * these that has a say says so:
+ *
+ * - the process itself, through prctl(PR_SET_MEMORY_MERGE): its choice,
+ *   1 or 0, stands against every setting below, and is inherited through
+ *   fork and exec (MMF_VM_MERGE_OPTED). 0 is the opt-out from the others;
+ * - the nearest memory cgroup, from the process's own up, whose memory.ksm
+ *   says 1 or 0 rather than "default";
+ * - the host: /sys/kernel/mm/ksm/merge_all, 0 by default.
+ *
+ * When a setting changes, every process it covers is worked out again at
+ * once; so is a process that moves to another memory cgroup, and one that
+ * maps a new VMA without merging everything (which also catches a process
+ * forked while a setting was being applied). A setting that turns a
+ * process's merging off stops its new VMAs from being made mergeable, as
+ * the prctl does, but unmerges nothing: only the prctl's 0 does that.
+ */
 #define pr_fmt(fmt) "ksm: " fmt
 
 #include <linux/ksm.h>
+#include <linux/memcontrol.h>
 #include <linux/mm.h>
 #include <linux/mman.h>
+#include <linux/pid.h>
+#include <linux/pid_namespace.h>
 #include <linux/sched/coredump.h>
 #include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
+#include <linux/sysfs.h>
 #include <linux/xarray.h>
 
 #include "../internal.h"
@@ -139,16 +166,6 @@ static int sp_vma_clear(struct vm_area_struct *vma)
 	return 0;
 }
 
-/**
- * ksm_add_vma - a new VMA of a merge-any process becomes mergeable
- * @vma: the VMA; mmap_lock held for writing
- */
-void ksm_add_vma(struct vm_area_struct *vma)
-{
-	if (test_bit(MMF_VM_MERGE_ANY, &vma->vm_mm->flags))
-		sp_vma_set(vma);
-}
-
 /* Mark every VMA of @mm that can be merged as mergeable. */
 static void sp_mark_all(struct mm_struct *mm)
 {
@@ -176,29 +193,220 @@ static int sp_clear_all(struct mm_struct *mm)
 	return err;
 }
 
+/* Merge all of @mm, now and as it maps more; mmap_lock held for writing. */
+static int sp_merge_any_on(struct mm_struct *mm)
+{
+	int err;
+
+	if (test_bit(MMF_VM_MERGE_ANY, &mm->flags))
+		return 0;
+	err = sp_enter_once(mm);
+	if (err)
+		return err;
+	set_bit(MMF_VM_MERGE_ANY, &mm->flags);
+	sp_mark_all(mm);
+	return 0;
+}
+
+/* Host-wide opt-in: /sys/kernel/mm/ksm/merge_all. */
+static bool sp_merge_all;
+
+#ifdef CONFIG_MEMCG
+/*
+ * memory.ksm of every memory cgroup that says 0 or 1 (an enum
+ * ksm_memcg_merge in an xarray value), by mem_cgroup_id(): erased when it
+ * says "default" again or goes offline, before its id can be reused.
+ * Read under RCU; the xarray's own lock serializes writers.
+ */
+static DEFINE_XARRAY(sp_memcg_merge);
+
+/* What the memory cgroups of @mm's owner say, nearest first. */
+static int sp_memcg_says(struct mm_struct *mm)
+{
+	struct task_struct *owner;
+	struct mem_cgroup *memcg;
+	void *e = NULL;
+
+	rcu_read_lock();
+	owner = rcu_dereference(mm->owner);
+	memcg = owner ? mem_cgroup_from_task(owner) : NULL;
+	for (; memcg && !e; memcg = parent_mem_cgroup(memcg))
+		e = xa_load(&sp_memcg_merge, mem_cgroup_id(memcg));
+	rcu_read_unlock();
+	return e ? xa_to_value(e) : KSM_MEMCG_DEFAULT;
+}
+#else
+static int sp_memcg_says(struct mm_struct *mm)
+{
+	return KSM_MEMCG_DEFAULT;
+}
+#endif
+
+/* Should @mm merge everything, by the settings (see DOC: Opt-in)? */
+static bool sp_policy_wants(struct mm_struct *mm)
+{
+	switch (sp_memcg_says(mm)) {
+	case KSM_MEMCG_ON:
+		return true;
+	case KSM_MEMCG_OFF:
+		return false;
+	}
+	return READ_ONCE(sp_merge_all);
+}
+
+/*
+ * Work out again whether @mm merges everything, unless its process chose
+ * for itself; mmap_lock held for writing. Turning it off unmerges nothing.
+ * An mm that cannot be registered now is tried again at its next VMA.
+ */
+static void sp_policy_apply(struct mm_struct *mm)
+{
+	if (test_bit(MMF_VM_MERGE_OPTED, &mm->flags))
+		return;
+	if (sp_policy_wants(mm))
+		sp_merge_any_on(mm);
+	else
+		clear_bit(MMF_VM_MERGE_ANY, &mm->flags);
+}
+
+/**
+ * ksm_policy_update - work out again whether a process merges everything
+ * @task: a task of the process, which a setting of DOC: Opt-in covers
+ *
+ * Takes the mmap_lock of @task's mm for writing; gives up on a fatal
+ * signal.
+ */
+void ksm_policy_update(struct task_struct *task)
+{
+	struct mm_struct *mm = get_task_mm(task);
+
+	if (!mm)
+		return;
+	if (!mmap_write_lock_killable(mm)) {
+		sp_policy_apply(mm);
+		mmap_write_unlock(mm);
+	}
+	mmput(mm);
+}
+
+/* Every process, after merge_all changed: O(processes), once a write. */
+static void sp_policy_sweep(void)
+{
+	struct task_struct *task;
+	struct pid *pid;
+	int nr = 1;
+
+	while (!fatal_signal_pending(current)) {
+		rcu_read_lock();
+		pid = find_ge_pid(nr, &init_pid_ns);
+		task = pid ? pid_task(pid, PIDTYPE_TGID) : NULL;
+		if (task)
+			get_task_struct(task);
+		if (pid)
+			nr = pid_nr(pid) + 1;
+		rcu_read_unlock();
+		if (!pid)
+			break;
+		if (task) {
+			ksm_policy_update(task);
+			put_task_struct(task);
+		}
+		cond_resched();
+	}
+}
+
+#ifdef CONFIG_MEMCG
+static int sp_policy_task(struct task_struct *task, void *unused)
+{
+	ksm_policy_update(task);
+	return fatal_signal_pending(current);
+}
+
+/**
+ * ksm_memcg_get - what a memory cgroup's memory.ksm says
+ * @memcg: the memory cgroup
+ *
+ * Return: an enum ksm_memcg_merge.
+ */
+int ksm_memcg_get(struct mem_cgroup *memcg)
+{
+	void *e = xa_load(&sp_memcg_merge, mem_cgroup_id(memcg));
+
+	return e ? xa_to_value(e) : KSM_MEMCG_DEFAULT;
+}
+
+/**
+ * ksm_memcg_set - write a memory cgroup's memory.ksm
+ * @memcg: the memory cgroup, not the root
+ * @merge: an enum ksm_memcg_merge
+ *
+ * Every process of @memcg and its descendants is worked out again.
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int ksm_memcg_set(struct mem_cgroup *memcg, int merge)
+{
+	unsigned long id = mem_cgroup_id(memcg);
+	int err = 0;
+
+	if (merge == KSM_MEMCG_DEFAULT)
+		xa_erase(&sp_memcg_merge, id);
+	else
+		err = xa_err(xa_store(&sp_memcg_merge, id, xa_mk_value(merge),
+				      GFP_KERNEL));
+	if (!err)
+		mem_cgroup_scan_tasks(memcg, sp_policy_task, NULL);
+	return err;
+}
+
+/**
+ * ksm_memcg_offline - a memory cgroup goes offline, with no process left
+ * @memcg: the memory cgroup
+ */
+void ksm_memcg_offline(struct mem_cgroup *memcg)
+{
+	xa_erase(&sp_memcg_merge, mem_cgroup_id(memcg));
+}
+#endif
+
+/**
+ * ksm_add_vma - a new VMA of a merge-any process becomes mergeable
+ * @vma: the VMA; mmap_lock held for writing
+ */
+void ksm_add_vma(struct vm_area_struct *vma)
+{
+	struct mm_struct *mm = vma->vm_mm;
+
+	if (!test_bit(MMF_VM_MERGE_ANY, &mm->flags) &&
+	    !test_bit(MMF_VM_MERGE_OPTED, &mm->flags) && sp_policy_wants(mm))
+		sp_merge_any_on(mm);
+	if (test_bit(MMF_VM_MERGE_ANY, &mm->flags))
+		sp_vma_set(vma);
+}
+
 /**
  * ksm_enable_merge_any - PR_SET_MEMORY_MERGE 1: merge all of @mm
  * @mm: the caller's mm; mmap_lock held for writing
+ *
+ * The choice then stands against every setting of DOC: Opt-in.
  *
  * Return: 0 or -ENOMEM.
  */
 int ksm_enable_merge_any(struct mm_struct *mm)
 {
-	int err = 0;
+	int err = sp_merge_any_on(mm);
 
-	if (!test_bit(MMF_VM_MERGE_ANY, &mm->flags)) {
-		err = sp_enter_once(mm);
-		if (!err) {
-			set_bit(MMF_VM_MERGE_ANY, &mm->flags);
-			sp_mark_all(mm);
-		}
-	}
+	if (!err)
+		set_bit(MMF_VM_MERGE_OPTED, &mm->flags);
 	return err;
 }
 
 /**
  * ksm_disable_merge_any - PR_SET_MEMORY_MERGE 0
  * @mm: the caller's mm; mmap_lock held for writing
+ *
+ * Unmerges and unmarks every VMA; the choice then stands against every
+ * setting of DOC: Opt-in.
  *
  * Return: 0, or the error of unmerging; the process is then left with
  * every VMA mergeable, as it was.
@@ -209,27 +417,36 @@ int ksm_disable_merge_any(struct mm_struct *mm)
 
 	if (test_bit(MMF_VM_MERGE_ANY, &mm->flags)) {
 		err = sp_clear_all(mm);
-		if (err)
+		if (err) {
 			sp_mark_all(mm);
-		else
-			clear_bit(MMF_VM_MERGE_ANY, &mm->flags);
+			return err;
+		}
+		clear_bit(MMF_VM_MERGE_ANY, &mm->flags);
 	}
-	return err;
+	set_bit(MMF_VM_MERGE_OPTED, &mm->flags);
+	return 0;
 }
 
 /**
- * ksm_disable - stop all merging in @mm
+ * ksm_disable - stop all merging in @mm, for good
  * @mm: the mm; mmap_lock held for writing
  *
  * Return: 0, or the error of unmerging.
  */
 int ksm_disable(struct mm_struct *mm)
 {
+	int err = 0;
+
 	mmap_assert_write_locked(mm);
 	/* Merge-any implies registered; either way nothing stays merged. */
 	if (test_bit(MMF_VM_MERGE_ANY, &mm->flags))
 		return ksm_disable_merge_any(mm);
-	return test_bit(MMF_VM_MERGEABLE, &mm->flags) ? sp_clear_all(mm) : 0;
+	if (test_bit(MMF_VM_MERGEABLE, &mm->flags))
+		err = sp_clear_all(mm);
+	/* And no setting of DOC: Opt-in brings merging back. */
+	if (!err)
+		set_bit(MMF_VM_MERGE_OPTED, &mm->flags);
+	return err;
 }
 
 /**
@@ -272,6 +489,28 @@ int ksm_madvise(struct vm_area_struct *vma, unsigned long start,
 }
 EXPORT_SYMBOL_GPL(ksm_madvise);
 
+static ssize_t merge_all_show(struct kobject *kobj,
+			      struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", READ_ONCE(sp_merge_all));
+}
+
+static ssize_t merge_all_store(struct kobject *kobj,
+			       struct kobj_attribute *attr, const char *buf,
+			       size_t count)
+{
+	unsigned int v;
+
+	if (kstrtouint(buf, 10, &v) || v > 1)
+		return -EINVAL;
+	WRITE_ONCE(sp_merge_all, v);
+	sp_policy_sweep();
+	return count;
+}
+
+/* In /sys/kernel/mm/ksm beside sysfs.c's files: its sweep is this file's. */
+static struct kobj_attribute sp_merge_all_attr = __ATTR_RW(merge_all);
+
 static int __init sp_init(void)
 {
 	int err;
@@ -287,6 +526,9 @@ static int __init sp_init(void)
 		err = sp_hotplug_init();
 	if (!err)
 		err = sp_sysfs_init();
+	if (!err)
+		err = sysfs_add_file_to_group(mm_kobj, &sp_merge_all_attr.attr,
+					      "ksm");
 	if (err)
 		pr_err("cannot start: %d\n", err);
 	return err;
