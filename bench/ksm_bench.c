@@ -30,6 +30,17 @@
  *             memory still in huge pages after; clones_thp the clones'
  *             merge time and ksmd CPU, and clones_thp_huge_{before,after}
  *             the share in huge pages before and after it.
+ *   request   REQ_KIDS processes load one image of REQ_PAGES pages (16 MiB)
+ *             and it is merged two ways. By ksmd, at the bench's settings:
+ *             request_ksmd_cpu, its CPU per page saved (pages_sharing) to
+ *             the full merge. By MADV_MERGE (samepage's), every process
+ *             asking at once with ksmd stopped: request_cpu, the
+ *             requests' CPU per page saved (request_vs_ksmd_cpu the
+ *             ratio), and request_time, from the first request to the
+ *             last one's return. Then by ksmd at mainline's default
+ *             settings (pages_to_scan 100, sleep_millisecs 20):
+ *             request_ksmd_default_time, from run=1 to 90% of the saving
+ *             (request_vs_ksmd_default_time the ratio).
  *   volatile  VOLATILE_PAGES identical pages that a writer keeps changing:
  *             ksmd CPU per scanned page, and nothing may merge.
  *   scale     what a process's mappings cost: fork_kill_{400,2000}_recover,
@@ -75,6 +86,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ksmtest.h"
@@ -83,6 +95,11 @@
 #define CLONE_PAGES	4096		/* 16 MiB per child */
 #define HUGE_SIZE	(2UL << 20)
 #define VOLATILE_PAGES	16384
+#define REQ_KIDS	16
+#define REQ_PAGES	4096		/* 16 MiB per process */
+#ifndef MADV_MERGE
+#define MADV_MERGE	26		/* samepage's merge on request */
+#endif
 #define MEASURE_SCANS	3
 #define SERIES_STEP	0.1		/* seconds between series samples */
 #define WAIT_LIMIT	900.0		/* guest seconds, any single wait */
@@ -380,6 +397,18 @@ static double madvise_timed(char *mem, size_t pages, int advice)
 	return monotonic_seconds() - t0;
 }
 
+/* The CPU time madvise(@advice) takes in this process; -1 if it fails. */
+static double madvise_cpu(char *mem, size_t pages, int advice)
+{
+	struct timespec a, b;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &a);
+	if (madvise(mem, pages * page_size, advice))
+		return -1;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &b);
+	return b.tv_sec - a.tv_sec + (b.tv_nsec - a.tv_nsec) / 1e9;
+}
+
 /*
  * @pages pages, faulted, on transparent huge pages where the kernel can
  * give them: 2 MiB aligned and advised MADV_HUGEPAGE.
@@ -431,6 +460,10 @@ static int kid_main(void *arg, int i, int cmd_fd, int reply_fd)
 			break;
 		case 'u':
 			t = madvise_timed(mem, job->pages, MADV_UNMERGEABLE);
+			reply(reply_fd, t < 0 ? 'e' : 'k', t);
+			break;
+		case 'r':
+			t = madvise_cpu(mem, job->pages, MADV_MERGE);
 			reply(reply_fd, t < 0 ? 'e' : 'k', t);
 			break;
 		case 'q':
@@ -629,6 +662,129 @@ static void bench_clones(void)
 		return;
 	bench_clones_with("clones_domain", "merge_domain", "user", off);
 	bench_clones_with("clones_fresh", "use_fresh_pages", "1", off);
+}
+
+/* Poll until pages_sharing reaches @want; the guest seconds, or -1. */
+static double wait_sharing(long want)
+{
+	double t0 = monotonic_seconds(), t;
+
+	while ((t = monotonic_seconds() - t0) < WAIT_LIMIT) {
+		if (ksm_read("pages_sharing") >= want)
+			return t;
+		usleep(10000);
+	}
+	fail("request: pages_sharing %ld, want %ld", ksm_read("pages_sharing"),
+	     want);
+	return -1;
+}
+
+/* REQ_KIDS processes with one image; ksmd stopped, nothing madvised. */
+static bool request_load(struct kids *k, struct job *job)
+{
+	if (!reset())
+		return false;
+	ksm_write("run", 0);
+	return start_kids(k, REQ_KIDS, job);
+}
+
+/* ksmd at the bench's settings: its CPU per page saved. */
+static double request_by_ksmd(struct job *job, long full)
+{
+	struct sample a, b;
+	struct kids k;
+	double ns = -1;
+
+	if (!request_load(&k, job))
+		return -1;
+	if (call_all(&k, 'm')) {
+		sample(&a);
+		ksm_write("run", 1);
+		if (wait_sharing(full) >= 0) {
+			sample(&b);
+			ns = cpu_seconds(&a, &b) * 1e9 / full;
+			metric("request_ksmd_cpu", ns, "ns/page");
+		}
+	}
+	stop_kids(&k);
+	return ns;
+}
+
+/*
+ * Every process asks at once: their CPU per page saved, or -1; the time
+ * from the first request to the last return in *@time.
+ */
+static double request_by_madvise(struct job *job, long full, double *time)
+{
+	double t0, t, cpu = 0, ns = -1;
+	struct kids k;
+	bool ok = true;
+
+	if (!request_load(&k, job))
+		return -1;
+	t0 = monotonic_seconds();
+	for (int i = 0; i < k.n; i++)
+		ok &= write(k.to_kid[i], "r", 1) == 1;
+	for (int i = 0; i < k.n; i++) {
+		struct reply r;
+
+		ok &= read(k.from_kid[i], &r, sizeof(r)) == sizeof(r) &&
+		      r.status == 'k';
+		cpu += r.seconds;
+	}
+	t = monotonic_seconds() - t0;
+	if (!ok) {
+		printf("# request: no MADV_MERGE here\n");
+	} else if (ksm_read("pages_sharing") * 10 < full * 9) {
+		fail("request: pages_sharing %ld of %ld", ksm_read("pages_sharing"),
+		     full);
+	} else {
+		ns = cpu * 1e9 / ksm_read("pages_sharing");
+		metric("request_cpu", ns, "ns/page");
+		metric("request_time", t, "s");
+	}
+	stop_kids(&k);
+	*time = t;
+	return ns;
+}
+
+/* ksmd at mainline's defaults: the time to 90% of the saving. */
+static double request_by_default_ksmd(struct job *job, long full)
+{
+	double t = -1;
+	struct kids k;
+
+	if (!request_load(&k, job))
+		return -1;
+	if (!ksm_write("pages_to_scan", 100) &&
+	    !ksm_write("sleep_millisecs", 20) && call_all(&k, 'm')) {
+		ksm_write("run", 1);
+		t = wait_sharing(full * 9 / 10);
+		if (t >= 0)
+			metric("request_ksmd_default_time", t, "s");
+	}
+	stop_kids(&k);
+	return t;
+}
+
+static void bench_request(void)
+{
+	struct job job = { REQ_PAGES, FILL_CLONE, false };
+	long full = (REQ_KIDS - 1) * REQ_PAGES;
+	double ksmd_ns, req_ns, req_t, def_t;
+
+	printf("# request: %d processes x %d pages\n", REQ_KIDS, REQ_PAGES);
+	ksmd_ns = request_by_ksmd(&job, full);
+	prof_begin();
+	req_ns = request_by_madvise(&job, full, &req_t);
+	prof_end("request");
+	def_t = request_by_default_ksmd(&job, full);
+	/* Ours only: stock has no MADV_MERGE to compare ksmd with. */
+	if (req_ns > 0 && ksmd_ns > 0)
+		metric("request_vs_ksmd_cpu", req_ns / ksmd_ns, "ratio");
+	if (req_ns > 0 && def_t > 0)
+		metric("request_vs_ksmd_default_time", req_t / def_t, "ratio");
+	ksm_write("run", 2);
 }
 
 /*
@@ -956,6 +1112,8 @@ int main(void)
 			bench_unique(65536, "64k_thp", true);
 			bench_clones_thp();
 		}
+		if (row("request"))
+			bench_request();
 		if (row("volatile"))
 			bench_volatile();
 		if (row("fork_kill")) {

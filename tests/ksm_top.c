@@ -41,7 +41,7 @@ static const char *const sysfs_keys[] = {
 	"pages_scanned", "pages_shared", "pages_sharing", "pages_unshared",
 	"pages_volatile", "pages_skipped", "ksm_zero_pages", "general_profit",
 	"stable_node_chains", "stable_node_dups", "max_kernel_pages",
-	"kernel_pages_allocated",
+	"kernel_pages_allocated", "merge_all",
 };
 
 /* The sysfs values the text screen shows under their names. */
@@ -50,7 +50,7 @@ static const char *const text_keys[] = {
 	"merge_across_nodes", "use_zero_pages", "smart_scan", "full_scans",
 	"pages_scanned", "pages_shared", "pages_sharing", "pages_unshared",
 	"pages_volatile", "ksm_zero_pages", "max_kernel_pages",
-	"general_profit",
+	"general_profit", "merge_all",
 };
 
 /* The figures of a process (or cgroup) as ksm_stat and ksmtop name them. */
@@ -244,6 +244,11 @@ static void test_json(void)
 		check_num("cgroup", obj, "procs", KIDS, true);
 		for (size_t j = 0; j < ARRAY_SIZE(stat_keys); j++)
 			check_num("cgroup", obj, stat_keys[j], sums[j], true);
+		/* samepage's memory.ksm: shown as it reads, null without. */
+		CHECK(strstr(obj, access(CG "/memory.ksm", F_OK) ?
+			      "\"memory_ksm\":null" :
+			      "\"memory_ksm\":\"default\""),
+		      "memory_ksm: %s", obj);
 	}
 	ktap_result(checks_passed(), "json_snapshot_matches_the_kernel");
 }

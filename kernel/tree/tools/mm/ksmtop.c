@@ -56,6 +56,7 @@ enum field {
 	F_STABLE_NODE_DUPS,
 	F_MAX_KERNEL_PAGES,
 	F_KERNEL_PAGES_ALLOCATED,
+	F_MERGE_ALL,
 	NR_FIELDS
 };
 
@@ -80,6 +81,7 @@ static const char * const field_name[NR_FIELDS] = {
 	[F_STABLE_NODE_DUPS] = "stable_node_dups",
 	[F_MAX_KERNEL_PAGES] = "max_kernel_pages",
 	[F_KERNEL_PAGES_ALLOCATED] = "kernel_pages_allocated",
+	[F_MERGE_ALL] = "merge_all",
 };
 
 /* KSM's figures of one process, or their sums over one cgroup. */
@@ -101,6 +103,7 @@ struct group {
 	const char *path;
 	int procs;
 	struct figures f;
+	char ksm[16];			/* memory.ksm; "" if absent */
 };
 
 struct sample {
@@ -386,6 +389,17 @@ static void scan_procs(struct sample *s)
 	qsort(s->procs, s->nprocs, sizeof(*s->procs), proc_cmp);
 }
 
+/* The cgroup's memory.ksm: whether its processes all merge. */
+static void read_memory_ksm(struct group *g)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s%s/memory.ksm", CGROUP2_ROOT,
+		 g->path);
+	if (!read_line(path, g->ksm, sizeof(g->ksm)))
+		g->ksm[0] = '\0';
+}
+
 /* Sum the processes' figures per cgroup v2 path. */
 static void sum_groups(struct sample *s)
 {
@@ -410,6 +424,7 @@ static void sum_groups(struct sample *s)
 			g = &s->groups[s->ngroups++];
 			g->path = p->cgroup;
 			g->f = (struct figures){ NA, NA, NA, NA };
+			read_memory_ksm(g);
 		}
 		g->procs++;
 		add_figure(&g->f.merging_pages, p->f.merging_pages);
@@ -659,9 +674,10 @@ static void print_text(const struct sample *s, const struct rates *r,
 	printf("  pages_unshared %s  pages_volatile %s\n",
 	       num(c, sizeof(c), v[F_PAGES_UNSHARED]),
 	       num(d, sizeof(d), v[F_PAGES_VOLATILE]));
-	printf("          ksm_zero_pages %s  max_kernel_pages %s\n",
+	printf("          ksm_zero_pages %s  max_kernel_pages %s  merge_all %s\n",
 	       num(a, sizeof(a), v[F_KSM_ZERO_PAGES]),
-	       num(b, sizeof(b), v[F_MAX_KERNEL_PAGES]));
+	       num(b, sizeof(b), v[F_MAX_KERNEL_PAGES]),
+	       num(c, sizeof(c), v[F_MERGE_ALL]));
 	printf("saved     %s  saved_bytes %s  general_profit %s\n",
 	       bytes(a, sizeof(a), saved_bytes(s) == NA ? NAN :
 		     (double)saved_bytes(s)),
@@ -688,15 +704,16 @@ static void print_text(const struct sample *s, const struct rates *r,
 		printf("%7s  (no process has pages KSM tracks)\n", "");
 	if (!s->cgroup2)
 		return;
-	printf("\n%7s  %-27s %10s %10s %12s\n", "PROCS", "CGROUP", "MERGING",
-	       "ZERO", "PROFIT");
+	printf("\n%7s  %-27s %10s %10s %12s  %s\n", "PROCS", "CGROUP",
+	       "MERGING", "ZERO", "PROFIT", "MEMORY.KSM");
 	for (i = 0; i < s->ngroups && i < (size_t)top; i++) {
 		const struct group *g = &s->groups[i];
 
-		printf("%7d  %-27s %10s %10s %12s\n", g->procs, g->path,
+		printf("%7d  %-27s %10s %10s %12s  %s\n", g->procs, g->path,
 		       num(a, sizeof(a), g->f.merging_pages),
 		       num(b, sizeof(b), g->f.zero_pages),
-		       num(c, sizeof(c), g->f.profit));
+		       num(c, sizeof(c), g->f.profit),
+		       g->ksm[0] ? g->ksm : "-");
 	}
 }
 
@@ -809,7 +826,12 @@ static void print_json(const struct sample *s, const struct rates *r,
 
 		printf("%s{\"cgroup\":", i ? "," : "");
 		json_string(g->path);
-		printf(",\"procs\":%d,", g->procs);
+		printf(",\"procs\":%d,\"memory_ksm\":", g->procs);
+		if (g->ksm[0])
+			json_string(g->ksm);
+		else
+			printf("null");
+		printf(",");
 		json_figures(&g->f);
 		printf("}");
 	}
