@@ -69,28 +69,6 @@ static long ksm_kb(const void *p)
 	return smaps_kb(0, p, "KSM");
 }
 
-/* Does smaps show VM_MERGEABLE ("mg" in VmFlags) for the mapping of @p? */
-static int mergeable_flag(const void *p)
-{
-	unsigned long start, end, a = (unsigned long)p;
-	char line[256];
-	bool in = false;
-	int ret = -1;
-	FILE *f = fopen("/proc/self/smaps", "r");
-
-	if (!f)
-		return -1;
-	while (ret < 0 && fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%lx-%lx ", &start, &end) == 2 &&
-		    strchr(line, '-') < strchr(line, ' '))
-			in = a >= start && a < end;
-		else if (in && !strncmp(line, "VmFlags:", 8))
-			ret = strstr(line, " mg") != NULL;
-	}
-	fclose(f);
-	return ret;
-}
-
 struct region {
 	char *p;
 	long kb;	/* what smaps "KSM:" must read */

@@ -44,28 +44,6 @@
 #define CG_B		CGROUP_ROOT "/ksm_optin_b"
 #define REGIONS		4
 
-/* Does smaps show VM_MERGEABLE ("mg") for the mapping of @p? -1: none. */
-static int mergeable_flag(const void *p)
-{
-	unsigned long start, end, a = (unsigned long)p;
-	char line[256];
-	bool in = false;
-	int ret = -1;
-	FILE *f = fopen("/proc/self/smaps", "r");
-
-	if (!f)
-		return -1;
-	while (ret < 0 && fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%lx-%lx ", &start, &end) == 2 &&
-		    strchr(line, '-') < strchr(line, ' '))
-			in = a >= start && a < end;
-		else if (in && !strncmp(line, "VmFlags:", 8))
-			ret = strstr(line, " mg") != NULL;
-	}
-	fclose(f);
-	return ret;
-}
-
 /* A region of 2N pages, page j and N + j alike; never madvised. */
 static char *map_region(void)
 {

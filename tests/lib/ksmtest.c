@@ -678,6 +678,31 @@ void *map_pages(size_t pages)
 	return p;
 }
 
+/*
+ * Does /proc/self/smaps show VM_MERGEABLE ("mg" in VmFlags) for the
+ * mapping of @p? 1 or 0; -1 if no mapping holds @p.
+ */
+int mergeable_flag(const void *p)
+{
+	unsigned long start, end, a = (unsigned long)p;
+	char line[256];
+	bool in = false;
+	int ret = -1;
+	FILE *f = fopen("/proc/self/smaps", "r");
+
+	if (!f)
+		return -1;
+	while (ret < 0 && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx ", &start, &end) == 2 &&
+		    strchr(line, '-') < strchr(line, ' '))
+			in = a >= start && a < end;
+		else if (in && !strncmp(line, "VmFlags:", 8))
+			ret = strstr(line, " mg") != NULL;
+	}
+	fclose(f);
+	return ret;
+}
+
 int merge_pages(void *addr, size_t pages)
 {
 	return madvise(addr, pages * page_size, MADV_MERGEABLE) ? -errno : 0;

@@ -123,6 +123,8 @@ long vmstat(const char *key);
 void *map_pages(size_t pages);	/* anonymous private, faulted in, aborts on failure */
 void *map_unfaulted(size_t pages);	/* the same, not faulted in */
 int merge_pages(void *addr, size_t pages);	/* MADV_MERGEABLE; 0 or -errno */
+/* VM_MERGEABLE (smaps "mg") on this process's mapping of @p; -1: none. */
+int mergeable_flag(const void *p);
 /* Fill the page at @page with the pattern (@seed, @n); does it hold it? */
 void fill_pattern(void *page, unsigned int seed, size_t n);
 bool holds_pattern(const void *page, unsigned int seed, size_t n);
