@@ -28,6 +28,18 @@
  *   clean_write_faults       samepage only: the first store to a page
  *                            that held still takes a minor fault (but
  *                            for one page a PTE table, left writable)
+ *   clean_writer             a process writes each page of a region
+ *                            once every P scans, 8 rounds: at P = 1 and
+ *                            2 no store faults, as on mainline (a page
+ *                            is protected only after it held still for
+ *                            protect_after_scans=2 visits); at P = 4 at
+ *                            most one fault a page, and none in the last
+ *                            four rounds (it backs off). Content checked
+ *                            at every round; nothing merges
+ *   clean_protect_off        samepage only: protect_after_scans takes 0
+ *                            to 8 (EINVAL otherwise, value unchanged);
+ *                            at 0 pages that held still are read at every
+ *                            visit, and their stores take no fault
  *   clean_notifier           samepage only (CONFIG_KSM_NOTIFIER_TEST):
  *                            a secondary MMU is told of the protection
  *   clean_smart_written      samepage only: with smart_scan=1, A and B,
@@ -61,13 +73,14 @@
 #define N 64
 #define SEED_A 70
 #define SEED_B 71
-#define STILL_SCANS 4
+#define STILL_SCANS 5
 #define MERGE_SCANS 4
 #define RO_MERGE_SCANS 3
 #define SEED_C 72
 #define GROUPS 8
 #define AGE_SCANS 14
 #define SMART_MERGE_SCANS 3
+#define WRITER_ROUNDS 8
 #define NT_PATH "/proc/ksm_notifier_test"
 #define MMU_NOTIFY_PROTECTION_PAGE 3
 _Static_assert(N == 64, "protected_in_log() keeps a bit a page in a long");
@@ -272,6 +285,109 @@ static void test_write_faults(void)
 	ktap_result(checks_passed(), "clean_write_faults");
 }
 
+/*
+ * Write every page of @a once, WRITER_ROUNDS times, @period scans apart;
+ * the minor faults of the stores of each round go in @faults.
+ */
+static bool write_rounds(char *a, int period, long *faults)
+{
+	for (int round = 0; round < WRITER_ROUNDS; round++) {
+		long before = minor_faults();
+
+		for (int i = 0; i < N; i++)
+			fill_page(a, i, SEED_C + round);
+		faults[round] = minor_faults() - before;
+		if (!CHECK(pages_wrong(a, N, SEED_C + round) == 0,
+			   "content at period %d round %d", period, round))
+			return false;
+		for (int s = 0; s < period; s++)
+			if (!CHECK(ksm_step(), "scan"))
+				return false;
+	}
+	return true;
+}
+
+static void test_writer(void)
+{
+	static const int periods[] = { 1, 2, 4 };
+	long faults[WRITER_ROUNDS], total, late;
+	char *a;
+
+	if (!CHECK(ksm_reset() == 0, "reset") ||
+	    !CHECK(ksm_step_mode() == 0, "step mode"))
+		goto out;
+	for (size_t p = 0; p < ARRAY_SIZE(periods); p++) {
+		a = map_pages(N);
+		for (int i = 0; i < N; i++)
+			fill_page(a, i, SEED_A);
+		if (!CHECK(merge_pages(a, N) == 0, "madvise") ||
+		    !write_rounds(a, periods[p], faults)) {
+			munmap(a, N * page_size);
+			break;
+		}
+		total = late = 0;
+		for (int r = 0; r < WRITER_ROUNDS; r++) {
+			total += faults[r];
+			late += r >= WRITER_ROUNDS / 2 ? faults[r] : 0;
+		}
+		if (periods[p] <= 2)
+			CHECK(total == 0, "%ld faults at period %d", total,
+			      periods[p]);
+		CHECK(total <= N, "%ld faults at period %d", total,
+		      periods[p]);
+		CHECK(late == 0, "%ld faults in the last rounds, period %d",
+		      late, periods[p]);
+		CHECK(self_merging_pages() == 0, "merged: %ld",
+		      self_merging_pages());
+		munmap(a, N * page_size);
+	}
+out:
+	ktap_result(checks_passed(), "clean_writer");
+}
+
+static void test_protect_off(void)
+{
+	static const char *const bad[] = { "9", "-1", "abc", "\n", "1 2",
+					   "4294967296" };
+	char *a = NULL;
+	long faults;
+
+	if (ksm_read("protect_after_scans") < 0) {
+		ktap_skip_named("clean_protect_off", "no protect_after_scans");
+		return;
+	}
+	if (!CHECK(ksm_reset() == 0, "reset"))
+		goto out;
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
+		CHECK(ksm_write_str("protect_after_scans", bad[i]) == -EINVAL &&
+		      ksm_read("protect_after_scans") == 2,
+		      "protect_after_scans \"%s\" refused, unchanged", bad[i]);
+	CHECK(ksm_write("protect_after_scans", 8) == 0 &&
+	      ksm_read("protect_after_scans") == 8, "protect_after_scans=8");
+	if (!CHECK(ksm_write("protect_after_scans", 0) == 0,
+		   "protect_after_scans=0") ||
+	    !CHECK(ksm_step_mode() == 0, "step mode"))
+		goto out;
+	a = map_pages(N);
+	for (int i = 0; i < N; i++)
+		fill_page(a, i, SEED_A);
+	if (!CHECK(merge_pages(a, N) == 0, "madvise"))
+		goto out;
+	for (int s = 0; s < STILL_SCANS; s++)
+		if (!CHECK(ksm_step(), "scan %d", s))
+			goto out;
+	faults = store_faults(a);
+	CHECK(faults == 0, "%ld minor faults with protection off", faults);
+	for (int i = 0; i < N; i++)
+		a[i * page_size + 1] ^= 1;
+	CHECK(pages_wrong(a, N, SEED_A) == 0, "content");
+out:
+	if (a)
+		munmap(a, N * page_size);
+	ksm_write("protect_after_scans", 2);
+	ktap_result(checks_passed(), "clean_protect_off");
+}
+
 /* Is [@addr, @addr + N pages) covered by PROTECTION_PAGE starts in @log? */
 static bool protected_in_log(FILE *log, unsigned long addr)
 {
@@ -410,12 +526,14 @@ out:
 int main(void)
 {
 	ksm_save_settings();
-	ktap_plan(7);
+	ktap_plan(9);
 	test_store();
 	test_proc_mem();
 	test_proc_mem_ro();
 	test_mprotect_cycle();
 	test_write_faults();
+	test_writer();
+	test_protect_off();
 	test_notifier();
 	test_smart_written();
 	ksm_reset();

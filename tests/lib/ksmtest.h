@@ -53,7 +53,8 @@ int ksm_reset(void);
 /*
  * ksm_reset()'s settings, without its run=2 and run=1: each written, then
  * 0 or the first failed write's -errno, not counting the knobs a kernel
- * may lack (advisor_mode, and samepage's merge_domain and use_fresh_pages).
+ * may lack (advisor_mode, and samepage's own: merge_domain, use_fresh_pages,
+ * protect_after_scans, merge_all).
  */
 int ksm_reset_settings(void);
 /* Wait for @scans more completed full scans; false on timeout. */

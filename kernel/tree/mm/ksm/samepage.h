@@ -316,16 +316,18 @@ static inline unsigned long sp_loc_addr(u64 loc)
  * The state word of a tracked page that is not merged, stored as an xarray
  * value: the content hash at the last visit, whether it was counted as
  * unshared (a candidate), whether ksmd had write-protected the page when it
- * took that hash (walk.c), and its smart-scan age and remaining skips.
+ * took that hash (walk.c), its smart-scan age and remaining skips, and what
+ * decides when the walk protects it: the visits in a row it held still,
+ * and its protection back-off (walk.c, DOC: Protecting pages).
  *
  * An xarray value holds BITS_PER_LONG - 1 bits: on 64-bit the word keeps
- * 53 bits of the hash, on 32-bit 21. The hash serves as a shortcut only:
+ * 47 bits of the hash, on 32-bit 15. The hash serves as a shortcut only:
  * it picks the candidates to compare and tells a changed page from an
  * unchanged one, and every merge is confirmed by comparing the pages in
  * full under write protection. So the fewer bits of 32-bit cost it extra
  * compares, never content.
  */
-#define SP_ST_HASH_BITS		(BITS_PER_LONG - 11)
+#define SP_ST_HASH_BITS		(BITS_PER_LONG - 17)
 #define SP_ST_HASH_MASK		GENMASK_ULL(SP_ST_HASH_BITS - 1, 0)
 #define SP_ST_CAND		BIT(SP_ST_HASH_BITS)
 #define SP_ST_WP		BIT(SP_ST_HASH_BITS + 1)
@@ -333,13 +335,24 @@ static inline unsigned long sp_loc_addr(u64 loc)
 #define SP_ST_AGE_BITS		4
 #define SP_ST_SKIP_SHIFT	(SP_ST_AGE_SHIFT + SP_ST_AGE_BITS)
 #define SP_ST_SKIP_BITS		4
-static_assert(SP_ST_SKIP_SHIFT + SP_ST_SKIP_BITS <= BITS_PER_LONG - 1);
+#define SP_ST_STILL_SHIFT	(SP_ST_SKIP_SHIFT + SP_ST_SKIP_BITS)
+#define SP_ST_STILL_BITS	4
+#define SP_ST_STILL_MAX		GENMASK(SP_ST_STILL_BITS - 1, 0)
+#define SP_ST_LEVEL_SHIFT	(SP_ST_STILL_SHIFT + SP_ST_STILL_BITS)
+#define SP_ST_LEVEL_BITS	2
+#define SP_ST_LEVEL_MAX		GENMASK(SP_ST_LEVEL_BITS - 1, 0)
+static_assert(SP_ST_LEVEL_SHIFT + SP_ST_LEVEL_BITS <= BITS_PER_LONG - 1);
+/* What a visit carries over from the word before it. */
+#define SP_ST_CARRY		(SP_ST_WP | \
+				 GENMASK(SP_ST_LEVEL_SHIFT + \
+					 SP_ST_LEVEL_BITS - 1, \
+					 SP_ST_STILL_SHIFT))
 
 /*
- * The hash ksmd indexes pages by: on 64-bit the 53 bits a state word
+ * The hash ksmd indexes pages by: on 64-bit the 47 bits a state word
  * keeps, so that a page known not to have changed is looked up by its
  * state word without being read again (walk.c); among 2^30 pages that
- * leaves about a hundred pairs of unequal pages sharing a hash, each
+ * leaves about four thousand pairs of unequal pages sharing a hash, each
  * costing a compare. On 32-bit the state word keeps too few bits for
  * that, so every visit reads the page and the index keeps all 64 bits.
  */
@@ -398,6 +411,34 @@ static inline unsigned int sp_st_skip(unsigned long st)
 	return (st >> SP_ST_SKIP_SHIFT) & GENMASK(SP_ST_SKIP_BITS - 1, 0);
 }
 
+/* Visits in a row at which the page was found unchanged, up to 15. */
+static inline unsigned int sp_st_still(unsigned long st)
+{
+	return (st >> SP_ST_STILL_SHIFT) & SP_ST_STILL_MAX;
+}
+
+static inline unsigned long sp_st_set_still(unsigned long st,
+					    unsigned int still)
+{
+	st &= ~((unsigned long)SP_ST_STILL_MAX << SP_ST_STILL_SHIFT);
+	return st | (unsigned long)min_t(unsigned int, still, SP_ST_STILL_MAX)
+		    << SP_ST_STILL_SHIFT;
+}
+
+/* Protection back-off: each level doubles the wait; the last never. */
+static inline unsigned int sp_st_level(unsigned long st)
+{
+	return (st >> SP_ST_LEVEL_SHIFT) & SP_ST_LEVEL_MAX;
+}
+
+static inline unsigned long sp_st_set_level(unsigned long st,
+					    unsigned int level)
+{
+	st &= ~((unsigned long)SP_ST_LEVEL_MAX << SP_ST_LEVEL_SHIFT);
+	return st | (unsigned long)min_t(unsigned int, level, SP_ST_LEVEL_MAX)
+		    << SP_ST_LEVEL_SHIFT;
+}
+
 /* Tunables (sysfs.c writes them; READ_ONCE where ksmd reads them). */
 extern unsigned long sp_run;
 extern unsigned int sp_pages_to_scan;
@@ -406,8 +447,39 @@ extern unsigned int sp_max_page_sharing;
 extern bool sp_merge_across_nodes;
 extern bool sp_use_zero_pages;
 extern bool sp_smart_scan;
+extern unsigned int sp_protect_after;
 extern unsigned int sp_chains_prune_ms;
 extern unsigned long sp_max_kernel_pages;
+
+/*
+ * Protection (walk.c, DOC: Protecting pages): visits a protected page must
+ * stay unwritten to repay the fault its next write takes, and the still
+ * visits a page waits for at back-off @level before it is protected (0:
+ * never). The wait stops short of what a state word can count beyond it.
+ */
+#define SP_PROTECT_PAYBACK	4
+#define SP_PROTECT_AFTER_MAX	8
+
+static inline unsigned int sp_protect_wait(unsigned int level)
+{
+	unsigned int after = READ_ONCE(sp_protect_after);
+
+	if (level == SP_ST_LEVEL_MAX)
+		return 0;
+	return min_t(unsigned int, after << level,
+		     SP_ST_STILL_MAX - SP_PROTECT_PAYBACK - 1);
+}
+
+/*
+ * Is a page of state word @st due to be protected? Not one protected
+ * already, nor one at the last back-off level.
+ */
+static inline bool sp_protect_due(unsigned long st)
+{
+	unsigned int after = sp_protect_wait(sp_st_level(st));
+
+	return after && !sp_st_wp(st) && sp_st_still(st) >= after;
+}
 
 /* advisor.c: the scan-time advisor and its tunables. */
 extern bool sp_advisor_on;

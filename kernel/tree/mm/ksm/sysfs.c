@@ -362,6 +362,26 @@ static ssize_t smart_scan_store(struct kobject *k, struct kobj_attribute *a,
 }
 SP_ATTR_RW(smart_scan);
 
+/* Still scans before ksmd write-protects a page (walk.c); 0: never. */
+static ssize_t protect_after_scans_show(struct kobject *k,
+					struct kobj_attribute *a, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", READ_ONCE(sp_protect_after));
+}
+
+static ssize_t protect_after_scans_store(struct kobject *k,
+					 struct kobj_attribute *a,
+					 const char *buf, size_t count)
+{
+	unsigned int v;
+
+	if (kstrtouint(buf, 10, &v) || v > SP_PROTECT_AFTER_MAX)
+		return -EINVAL;
+	WRITE_ONCE(sp_protect_after, v);
+	return count;
+}
+SP_ATTR_RW(protect_after_scans);
+
 static ssize_t stable_node_chains_prune_millisecs_show(struct kobject *k,
 						       struct kobj_attribute *a,
 						       char *buf)
@@ -510,7 +530,7 @@ static struct attribute *sp_attrs[] = {
 	SP_A(merge_across_nodes),
 #endif
 	SP_A(stable_node_chains_prune_millisecs), SP_A(max_kernel_pages),
-	SP_A(merge_domain), SP_A(use_fresh_pages),
+	SP_A(merge_domain), SP_A(use_fresh_pages), SP_A(protect_after_scans),
 	SP_A(advisor_mode), SP_A(advisor_max_cpu),
 	SP_A(advisor_min_pages_to_scan), SP_A(advisor_max_pages_to_scan),
 	SP_A(advisor_target_scan_time),

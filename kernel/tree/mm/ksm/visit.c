@@ -69,9 +69,28 @@ static unsigned long sp_smart_age(unsigned long st, bool *skip)
 		left = left ? left - 1 : sp_skips_granted(age);
 	}
 	age = min_t(unsigned int, age + 1, SP_ST_AGE_MAX);
-	return sp_st_set_wp(sp_st_make(sp_st_hash(st),
-				       sp_st_cand(st) && !*skip, age, left),
-			    sp_st_wp(st));
+	return sp_st_make(sp_st_hash(st), sp_st_cand(st) && !*skip, age,
+			  left) | (st & SP_ST_CARRY);
+}
+
+/*
+ * A page written since it was protected for its hash (state word @st):
+ * it may have changed, so it is read at this visit and the next ones, as
+ * without smart scan, and its state word no longer says protected. If it
+ * was written before it repaid the fault, it backs off a level; else it
+ * comes one level back (DOC: Protecting pages).
+ */
+static unsigned long sp_st_written(unsigned long st)
+{
+	unsigned int level = sp_st_level(st);
+	unsigned int after = sp_protect_wait(level);
+
+	if (after && sp_st_still(st) > after + SP_PROTECT_PAYBACK)
+		level = level ? level - 1 : 0;
+	else
+		level++;
+	st = sp_st_make(sp_st_hash(st), sp_st_cand(st), 0, 0);
+	return sp_st_set_level(st, level);
 }
 
 /*
@@ -82,10 +101,9 @@ static unsigned long sp_smart_age(unsigned long st, bool *skip)
 static void sp_note_unmerged(struct sp_slot *slot, unsigned long vpn,
 			     void *old, u64 hash, bool cand, unsigned long st)
 {
-	void *new = xa_mk_value(sp_st_set_wp(sp_st_make(hash, cand,
-							 sp_st_age(st),
-							 sp_st_skip(st)),
-					     sp_st_wp(st)));
+	void *new = xa_mk_value(sp_st_make(hash, cand, sp_st_age(st),
+					   sp_st_skip(st)) |
+				(st & SP_ST_CARRY));
 
 	if (new != old)
 		sp_entry_set(slot, vpn, new);
@@ -571,7 +589,7 @@ bool sp_visit(struct sp_slot *slot, unsigned long addr, struct page *page,
 	struct folio *folio = page_folio(page);
 	void *entry = xa_load(&slot->pages, vpn);
 	bool now = how & SP_FOUND_NOW;
-	bool skip = false, cand, held;
+	bool skip = false, cand, held, changed;
 	unsigned long st;
 	u64 hash;
 
@@ -587,14 +605,8 @@ bool sp_visit(struct sp_slot *slot, unsigned long addr, struct page *page,
 		return true;
 	}
 	st = entry ? xa_to_value(entry) : 0;
-	/*
-	 * Written since it was hashed protected: it may have changed. Read
-	 * it now and at the next visits, so that it merges within passes as
-	 * without smart scan, and never leave a state word saying protected
-	 * with a hash from before.
-	 */
 	if (how & SP_FOUND_UNSURE)
-		st = sp_st_make(sp_st_hash(st), sp_st_cand(st), 0, 0);
+		st = sp_st_written(st);
 	if (!now)
 		st = sp_smart_age(st, &skip);
 	if (skip) {
@@ -606,7 +618,9 @@ bool sp_visit(struct sp_slot *slot, unsigned long addr, struct page *page,
 		how &= ~SP_FOUND_CLEAN;	/* forgotten since the walk */
 	hash = sp_visit_hash(page, st, how);
 	st = sp_st_set_wp(st, how & (SP_FOUND_CLEAN | SP_FOUND_WP));
-	if (!now && (!entry || !sp_st_hash_is(st, hash))) {
+	changed = !entry || !sp_st_hash_is(st, hash);
+	st = sp_st_set_still(st, changed ? 0 : sp_st_still(st) + 1);
+	if (!now && changed) {
 		/* New or changed, it may be a candidate next pass. */
 		sp_cands.want++;
 		sp_note_unmerged(slot, vpn, entry, hash, false, st);
@@ -628,9 +642,9 @@ bool sp_visit(struct sp_slot *slot, unsigned long addr, struct page *page,
  * @addr: the page's address
  * @how: what the walk learnt of it
  *
- * The walk may have protected and cleaned the page after a write: its
- * state word must not go on saying that its hash was taken protected, or
- * the next walk would trust the hash from before the write.
+ * A page written since it was protected for its hash, left for a later
+ * batch: the write is recorded now, as its visit would have recorded it,
+ * so that its state word no longer says protected.
  */
 void sp_unvisited(struct sp_slot *slot, unsigned long addr, unsigned int how)
 {
@@ -642,7 +656,7 @@ void sp_unvisited(struct sp_slot *slot, unsigned long addr, unsigned int how)
 		return;
 	entry = xa_load(&slot->pages, vpn);
 	if (xa_is_value(entry))
-		sp_set_state(slot, vpn, sp_st_set_wp(xa_to_value(entry), false));
+		sp_set_state(slot, vpn, sp_st_written(xa_to_value(entry)));
 }
 
 #ifdef CONFIG_KSM_VISIT_KUNIT_TEST

@@ -16,13 +16,12 @@
 /**
  * DOC: Clean pages
  *
- * A page seen for the first time, or one that stayed
- * unchanged over a pass and found no pair (a candidate), is
- * write-protected and cleaned by the walk before its hash is taken, as
- * mprotect() would: one mmu_notifier range, one hold of the PTE lock and
- * one TLB flush serve those pages of one PTE table. Its state word then
- * says so (SP_ST_WP). While its PTE stays read-only and clean, in a VMA
- * that is writable or can never be written, the page has not been
+ * A page that held still for a few passes is write-protected and cleaned
+ * by the walk before its hash is taken, as mprotect() would (when, see
+ * DOC: Protecting pages): one mmu_notifier range, one hold of the PTE lock
+ * and one TLB flush serve those pages of one PTE table. Its state word
+ * then says so (SP_ST_WP). While its PTE stays read-only and clean, in a
+ * VMA that is writable or can never be written, the page has not been
  * written: the visit takes the hash from the state word and does not
  * read the page. A write faults and makes the PTE writable or dirty again,
  * and the page is hashed at its next visit. Every way to write a page
@@ -54,10 +53,34 @@
  * the page write-protected and locked (merge.c). One visit in
  * SP_RECHECK of a clean page reads it anyway, so such a page does not
  * keep a wrong hash for long.
+ */
+
+/**
+ * DOC: Protecting pages
  *
- * The cost falls on the writer: the first write to a page after ksmd
- * protected it takes a minor fault, once per page and pass at most; a
- * page that keeps changing is protected once, when first seen.
+ * The protection is paid for by the workload: the first write to a
+ * protected page takes a minor fault (and under KVM an EPT or NPT fault
+ * in the guest), where an unprotected page costs the writer nothing. It
+ * saves ksmd one read of the page at each visit while the page holds
+ * still. So a page is protected only once it is likely to hold still for
+ * long enough to repay the fault:
+ *
+ * - never at its first visit, nor while it changes: a page must be found
+ *   unchanged at protect_after_scans visits in a row first (2 by
+ *   default), so a page written at least every other pass is never
+ *   protected and its writer never faults;
+ * - a protected page written before it stayed clean for
+ *   SP_PROTECT_PAYBACK visits backs off: it waits twice as many still
+ *   visits the next time, and after a third back-off it is never
+ *   protected again. One written later than that repaid its fault, and
+ *   comes one level back;
+ * - protect_after_scans=0 protects nothing more: every page is read at
+ *   every visit, as mainline does.
+ *
+ * So a writer with any write period takes at most three faults a page
+ * more than without ksmd, and then only where ksmd saved at least as
+ * many reads; the cost falls on ksmd, which runs at nice 5, rather than
+ * on the application the host exists for.
  */
 #include <linux/hugetlb.h>
 #include <linux/mm.h>
@@ -109,22 +132,17 @@ static bool sp_vma_clean_skip(struct vm_area_struct *vma)
  * What the walk knows of the small page at @addr, mapped by @pte (PTE
  * lock held) in a VMA where sp_vma_clean_skip(), with @xas for its entry:
  * SP_FOUND_CLEAN, SP_FOUND_WP (clean, but read anyway), or SP_FOUND_WANT:
- * a page seen for the first time, or one that held still over the last
- * pass and found no pair (a candidate), is to be protected before it is
- * hashed. A page seen changing at its last visit is not: it would most
- * likely fault again soon. A page protected for its last hash and written
- * since is also SP_FOUND_UNSURE: it may have changed.
+ * a page that held still long enough is to be protected before it is
+ * hashed. A page protected for its last hash and written since is
+ * SP_FOUND_UNSURE: it may have changed, and is not protected again now.
  */
 static u8 sp_clean_state(struct xa_state *xas, pte_t pte, unsigned long addr)
 {
 	unsigned long vpn = addr >> PAGE_SHIFT;
-	u8 unsure = 0;
 	unsigned long st;
 	void *e;
 
 	e = sp_entry_at(xas, vpn);
-	if (!e)
-		return SP_FOUND_WANT;
 	if (!xa_is_value(e))
 		return 0;
 	st = xa_to_value(e);
@@ -132,9 +150,9 @@ static u8 sp_clean_state(struct xa_state *xas, pte_t pte, unsigned long addr)
 		if (!pte_write(pte) && !pte_dirty(pte))
 			return (vpn + sp_stats.full_scans) % SP_RECHECK ?
 			       SP_FOUND_CLEAN : SP_FOUND_WP;
-		unsure = SP_FOUND_UNSURE;
+		return SP_FOUND_UNSURE;
 	}
-	return (sp_st_cand(st) ? SP_FOUND_WANT : 0) | unsure;
+	return sp_protect_due(st) ? SP_FOUND_WANT : 0;
 }
 
 /*

@@ -526,6 +526,23 @@ static void sp_test_state_word(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, sp_st_age(st), 15U);
 	KUNIT_EXPECT_EQ(test, sp_st_skip(st), 15U);
 	KUNIT_EXPECT_EQ(test, xa_to_value(xa_mk_value(st)), st);
+	/* Still visits saturate; they and the back-off level are carried. */
+	st = sp_st_set_level(sp_st_set_still(sp_st_set_wp(st, true), 99), 3);
+	KUNIT_EXPECT_EQ(test, sp_st_still(st), 15U);
+	KUNIT_EXPECT_EQ(test, sp_st_level(st), 3U);
+	KUNIT_EXPECT_EQ(test, sp_st_hash(st), SP_ST_HASH_MASK);
+	KUNIT_EXPECT_EQ(test, sp_st_age(st), 15U);
+	KUNIT_EXPECT_EQ(test, sp_st_skip(st), 15U);
+	KUNIT_EXPECT_EQ(test, xa_to_value(xa_mk_value(st)), st);
+	st = sp_st_make(hash, true, 0, 0) | (st & SP_ST_CARRY);
+	KUNIT_EXPECT_TRUE(test, sp_st_wp(st));
+	KUNIT_EXPECT_EQ(test, sp_st_still(st), 15U);
+	KUNIT_EXPECT_EQ(test, sp_st_level(st), 3U);
+	KUNIT_EXPECT_EQ(test, sp_st_age(st), 0U);
+	st = sp_st_set_level(sp_st_set_still(st, 2), 1);
+	KUNIT_EXPECT_EQ(test, sp_st_still(st), 2U);
+	KUNIT_EXPECT_EQ(test, sp_st_level(st), 1U);
+	KUNIT_EXPECT_TRUE(test, sp_st_hash_is(st, hash));
 }
 
 /* Table places use every bit asked for, past 32 too. */

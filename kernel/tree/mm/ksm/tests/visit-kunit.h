@@ -147,10 +147,90 @@ static void sp_test_smart_schedule(struct kunit *test)
 	WRITE_ONCE(sp_smart_scan, old);
 }
 
+/*
+ * One page written every @period visits, over @visits visits, by the
+ * rules the walk and sp_visit() apply (smart scan off, no recheck): the
+ * reads ksmd makes and the faults the writer takes on protected pages.
+ */
+struct sp_sim {
+	unsigned int reads, faults;
+};
+
+static struct sp_sim sp_sim_writer(unsigned int period, unsigned int visits)
+{
+	bool known = false, pte_clean = false, changed;
+	struct sp_sim r = {};
+	unsigned long st = 0;
+	unsigned int v, how;
+	u64 content = 1, hash;
+
+	for (v = 1; v <= visits; v++) {
+		if (v % period == 0) {
+			r.faults += pte_clean;
+			pte_clean = false;
+			content++;
+		}
+		how = 0;
+		if (known && sp_st_wp(st))
+			how = pte_clean ? SP_FOUND_CLEAN : SP_FOUND_UNSURE;
+		else if (known && sp_protect_due(st))
+			how = SP_FOUND_WP;
+		pte_clean |= how & SP_FOUND_WP;
+		if (how & SP_FOUND_UNSURE)
+			st = sp_st_written(st);
+		hash = how & SP_FOUND_CLEAN ? sp_st_hash(st) : content;
+		r.reads += !(how & SP_FOUND_CLEAN);
+		st = sp_st_set_wp(st, how & (SP_FOUND_CLEAN | SP_FOUND_WP));
+		changed = !known || !sp_st_hash_is(st, hash);
+		st = sp_st_set_still(st, changed ? 0 : sp_st_still(st) + 1);
+		st = sp_st_make(hash, !changed, 0, 0) | (st & SP_ST_CARRY);
+		known = true;
+	}
+	return r;
+}
+
+/*
+ * DOC: Protecting pages, kept: a writer at least every other pass never
+ * faults; at any period, each fault beyond three is repaid by
+ * SP_PROTECT_PAYBACK reads saved; a page that holds still is read a few
+ * times only; protect_after_scans=0 protects nothing.
+ */
+static void sp_test_protect_policy(struct kunit *test)
+{
+	unsigned int old = READ_ONCE(sp_protect_after), after, period;
+	const unsigned int visits = 400;
+	struct sp_sim r;
+
+	for (after = 1; after <= SP_PROTECT_AFTER_MAX; after++) {
+		WRITE_ONCE(sp_protect_after, after);
+		for (period = 1; period <= 64; period++) {
+			r = sp_sim_writer(period, visits);
+			if (period <= after)
+				KUNIT_EXPECT_EQ(test, r.faults, 0U);
+			if (r.faults > 3)
+				KUNIT_EXPECT_GE_MSG(test, visits - r.reads,
+						    SP_PROTECT_PAYBACK *
+						    (r.faults - 3),
+						    "after %u period %u",
+						    after, period);
+		}
+		r = sp_sim_writer(UINT_MAX, visits);
+		KUNIT_EXPECT_EQ(test, r.faults, 0U);
+		KUNIT_EXPECT_LE(test, r.reads, after + 2);
+	}
+	WRITE_ONCE(sp_protect_after, 0);
+	r = sp_sim_writer(UINT_MAX, visits);
+	KUNIT_EXPECT_EQ(test, r.reads, visits);
+	r = sp_sim_writer(5, visits);
+	KUNIT_EXPECT_EQ(test, r.faults, 0U);
+	WRITE_ONCE(sp_protect_after, old);
+}
+
 static struct kunit_case sp_scan_cases[] = {
 	KUNIT_CASE(sp_test_entry_counters),
 	KUNIT_CASE(sp_test_forget_range),
 	KUNIT_CASE(sp_test_smart_schedule),
+	KUNIT_CASE(sp_test_protect_policy),
 	{}
 };
 
