@@ -41,6 +41,14 @@
  *             settings (pages_to_scan 100, sleep_millisecs 20):
  *             request_ksmd_default_time, from run=1 to 90% of the saving
  *             (request_vs_ksmd_default_time the ratio).
+ *   writer    what change detection costs the workload: a process stores
+ *             one word into each of its WRITER_PAGES unique pages (small,
+ *             or on huge pages) every P full scans, WRITER_SWEEPS times,
+ *             for P = 1, 2, 4 and 16, ksmd running from the madvise on.
+ *             writer_{small,huge}_pP_cost: its CPU per store (faults
+ *             included) over the same with ksmd stopped (run=0), measured
+ *             before; writer_{small,huge}_pP_total: ksmd's CPU plus the
+ *             writer's extra CPU, per page and full scan.
  *   volatile  VOLATILE_PAGES identical pages that a writer keeps changing:
  *             ksmd CPU per scanned page, and nothing may merge.
  *   scale     what a process's mappings cost: fork_kill_{400,2000}_recover,
@@ -95,6 +103,8 @@
 #define CLONE_PAGES	4096		/* 16 MiB per child */
 #define HUGE_SIZE	(2UL << 20)
 #define VOLATILE_PAGES	16384
+#define WRITER_PAGES	16384		/* 64 MiB */
+#define WRITER_SWEEPS	6
 #define REQ_KIDS	16
 #define REQ_PAGES	4096		/* 16 MiB per process */
 #ifndef MADV_MERGE
@@ -388,6 +398,18 @@ static double write_each_page(char *mem, size_t pages)
 	return monotonic_seconds() - t0;
 }
 
+/* The CPU time of one store into each page, its faults included. */
+static double write_each_page_cpu(char *mem, size_t pages)
+{
+	struct timespec a, b;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &a);
+	for (size_t p = 0; p < pages; p++)
+		((volatile char *)mem)[p * page_size + 8] ^= 1;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &b);
+	return b.tv_sec - a.tv_sec + (b.tv_nsec - a.tv_nsec) / 1e9;
+}
+
 static double madvise_timed(char *mem, size_t pages, int advice)
 {
 	double t0 = monotonic_seconds();
@@ -457,6 +479,10 @@ static int kid_main(void *arg, int i, int cmd_fd, int reply_fd)
 			break;
 		case 'w':
 			reply(reply_fd, 'k', write_each_page(mem, job->pages));
+			break;
+		case 'W':
+			reply(reply_fd, 'k',
+			      write_each_page_cpu(mem, job->pages));
 			break;
 		case 'u':
 			t = madvise_timed(mem, job->pages, MADV_UNMERGEABLE);
@@ -872,6 +898,75 @@ static void bench_volatile(void)
 	stop_kids(&k);
 }
 
+/* The writer's CPU over @sweeps sweeps, @period full scans apart. */
+static double writer_sweeps(struct kids *k, int sweeps, int period)
+{
+	double t, sum = 0;
+
+	for (int s = 0; s < sweeps; s++) {
+		if (period && !wait_scans_until(ksm_read("full_scans") + period))
+			return -1;
+		if (call(k, 0, 'W', &t) != 'k')
+			return -1;
+		sum += t;
+	}
+	return sum;
+}
+
+static void bench_writer(const char *kind, bool huge, int period)
+{
+	struct job job = { WRITER_PAGES, FILL_UNIQUE, huge };
+	double off, on, extra;
+	struct sample a, b;
+	char name[64];
+	struct kids k;
+	long passes;
+
+	printf("# writer: %s pages, every %d full scans\n", kind, period);
+	if (!reset())
+		return;
+	if (ksm_write("run", 0)) {
+		fail("writer: cannot stop ksmd");
+		return;
+	}
+	if (!start_kids(&k, 1, &job))
+		return;
+	if (call(&k, 0, 'm', NULL) != 'k') {
+		fail("writer: madvise failed");
+		goto out;
+	}
+	off = writer_sweeps(&k, WRITER_SWEEPS, 0);
+	ksm_write("run", 1);
+	sample(&a);
+	on = writer_sweeps(&k, WRITER_SWEEPS, period);
+	sample(&b);
+	passes = b.scans - a.scans;
+	if (off <= 0 || on < 0 || passes <= 0) {
+		fail("writer: no measure (off %f, on %f)", off, on);
+		goto out;
+	}
+	extra = on - off;
+	snprintf(name, sizeof(name), "writer_%s_p%d_cost", kind, period);
+	metric(name, on / off, "x");
+	snprintf(name, sizeof(name), "writer_%s_p%d_total", kind, period);
+	metric(name, (cpu_seconds(&a, &b) + extra) * 1e9 /
+	       ((double)WRITER_PAGES * passes), "ns/page/scan");
+	if (ksm_read("pages_sharing"))
+		fail("writer: %ld pages merged", ksm_read("pages_sharing"));
+out:
+	stop_kids(&k);
+}
+
+static void bench_writers(void)
+{
+	static const int periods[] = { 1, 2, 4, 16 };
+
+	for (size_t i = 0; i < ARRAY_SIZE(periods); i++) {
+		bench_writer("small", false, periods[i]);
+		bench_writer("huge", true, periods[i]);
+	}
+}
+
 /*
  * Scale: what a process's mappings cost. A KSM page's sharers forked and
  * killed, a mapping split into many VMAs migrated, a large merged mm
@@ -1114,6 +1209,8 @@ int main(void)
 		}
 		if (row("request"))
 			bench_request();
+		if (row("writer"))
+			bench_writers();
 		if (row("volatile"))
 			bench_volatile();
 		if (row("fork_kill")) {

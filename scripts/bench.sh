@@ -20,8 +20,9 @@
 #			(the bench kernels have CONFIG_PROFILING, inert
 #			without the boot option).
 #   ROWS=A,B		run only the workloads whose names contain A or B
-#			(clones, unique, thp, volatile, fork_kill, migrate,
-#			exit): a quicker look at a few rows, not a result.
+#			(clones, unique, thp, request, writer, volatile,
+#			fork_kill, migrate, exit): a quicker look at a few
+#			rows, not a result.
 #   MEM, TIMEOUT, GUEST	as for boot.sh (defaults 6G: the unique 1M row
 #			needs 4 GiB of pages; 3600 s).
 #

@@ -16,6 +16,8 @@
  *   clean_store              plain stores
  *   clean_proc_mem           pwrite() to /proc/self/mem (a forced write
  *                            through get_user_pages())
+ *   clean_vm_writev          process_vm_writev() (pages pinned, written
+ *                            by the kernel, unpinned dirty)
  *   clean_proc_mem_ro        the same with A read-only: a forced write
  *                            reaches the page behind its read-only clean
  *                            PTE without a fault and leaves it clean
@@ -25,17 +27,25 @@
  *                            make the PTE writable without a fault), the
  *                            stores, then read-only again: the PTE is
  *                            read-only once more, but dirty
- *   clean_write_faults       samepage only: the first store to a page
- *                            that held still takes a minor fault (but
- *                            for one page a PTE table, left writable)
+ *   clean_write_faults       samepage only: in a process without a
+ *                            secondary MMU ksmd watches the dirty bits
+ *                            of pages that held still and their stores
+ *                            take no fault; in a child with one (the
+ *                            notifier test driver's, when built) it
+ *                            protects them, and the first store to each
+ *                            takes a minor fault (but for one page a PTE
+ *                            table, left writable)
  *   clean_writer             a process writes each page of a region
- *                            once every P scans, 8 rounds: at P = 1 and
- *                            2 no store faults, as on mainline (a page
- *                            is protected only after it held still for
- *                            protect_after_scans=2 visits); at P = 4 at
- *                            most one fault a page, and none in the last
- *                            four rounds (it backs off). Content checked
- *                            at every round; nothing merges
+ *                            once every P scans, 8 rounds, P = 1, 2, 4:
+ *                            its stores take no fault, as on mainline.
+ *                            Again in a child with a secondary MMU
+ *                            (samepage's driver): at P = 1 and 2 no
+ *                            fault (a page is protected only after it
+ *                            held still for protect_after_scans=2
+ *                            visits); at P = 4 at most one a page, and
+ *                            none in the last four rounds (it backs
+ *                            off). Content checked at every round;
+ *                            nothing merges
  *   clean_protect_off        samepage only: protect_after_scans takes 0
  *                            to 8 (EINVAL otherwise, value unchanged);
  *                            at 0 pages that held still are read at every
@@ -66,6 +76,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "ksmtest.h"
@@ -175,6 +187,43 @@ static void write_proc_mem(char *a)
 	free(buf);
 }
 
+/* A's new content by process_vm_writev(): pinned, written, unpinned. */
+static void write_vm_writev(char *a)
+{
+	char *buf = b_content();
+	struct iovec local, remote;
+	ssize_t done;
+
+	if (!CHECK(buf, "malloc"))
+		return;
+	local.iov_base = buf;
+	local.iov_len = N * page_size;
+	remote.iov_base = a;
+	remote.iov_len = N * page_size;
+	done = process_vm_writev(getpid(), &local, 1, &remote, 1, 0);
+	CHECK(done == (ssize_t)(N * page_size), "process_vm_writev: %zd (%s)",
+	      done, strerror(errno));
+	free(buf);
+}
+
+static void test_vm_writev(void)
+{
+	struct regions r;
+
+	/* Without CONFIG_CROSS_MEMORY_ATTACH there is no such call. */
+	if (process_vm_writev(getpid(), NULL, 0, NULL, 0, 0) &&
+	    errno == ENOSYS) {
+		ktap_skip_named("clean_vm_writev", "no process_vm_writev()");
+		return;
+	}
+	if (regions_still(&r)) {
+		write_vm_writev(r.a);
+		check_merged(&r);
+	}
+	regions_free(&r);
+	ktap_result(checks_passed(), "clean_vm_writev");
+}
+
 static void test_proc_mem(void)
 {
 	struct regions r;
@@ -254,6 +303,55 @@ static long store_faults(char *p)
 	return minor_faults() - before;
 }
 
+/*
+ * Run @body in a child whose mm has a secondary MMU, the notifier test
+ * driver's: there the walk protects pages rather than watch their dirty
+ * bits. False, with a diagnostic, without the driver.
+ */
+static bool with_secondary_mmu(void (*body)(void), const char *what)
+{
+	int status, fd;
+	pid_t pid;
+
+	if (access(NT_PATH, F_OK)) {
+		ktap_diag("%s with a secondary MMU: no " NT_PATH, what);
+		return false;
+	}
+	pid = fork();
+	if (pid == 0) {
+		fd = open(NT_PATH, O_RDWR);
+		if (!CHECK(fd >= 0 && write(fd, "start", 5) == 5,
+			   "start the notifiers"))
+			_exit(1);
+		body();
+		_exit(checks_passed() ? 0 : 1);
+	}
+	return CHECK(pid > 0 && waitpid(pid, &status, 0) == pid &&
+		     WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		     "%s with a secondary MMU", what);
+}
+
+/* Pages that held still are protected: their first stores fault. */
+static void protected_faults(void)
+{
+	struct regions r;
+	long faults;
+
+	if (regions_still(&r)) {
+		/* A PTE table keeps one page writable, for khugepaged. */
+		faults = store_faults(r.a);
+		CHECK(faults >= N - 2,
+		      "%ld minor faults for %d protected pages", faults, N);
+		/* Written, they are not protected again before a pass. */
+		faults = store_faults(r.a);
+		CHECK(faults < N / 4, "%ld minor faults for the second stores",
+		      faults);
+		CHECK(pages_wrong(r.b, N, SEED_B) == 0, "content of B");
+		CHECK(pages_wrong(r.a, N, SEED_A) == 0, "content of A");
+	}
+	regions_free(&r);
+}
+
 static void test_write_faults(void)
 {
 	struct regions r;
@@ -269,19 +367,15 @@ static void test_write_faults(void)
 		return;
 	}
 	if (regions_still(&r)) {
-		/* A PTE table keeps one page writable, for khugepaged. */
 		faults = store_faults(r.a);
-		CHECK(faults >= N - 2,
-		      "%ld minor faults for %d pages that held still", faults,
-		      N);
-		/* Written, they are not protected again before a pass. */
-		faults = store_faults(r.a);
-		CHECK(faults < N / 4, "%ld minor faults for the second stores",
-		      faults);
+		faults += store_faults(r.a);
+		CHECK(faults == 0, "%ld minor faults for %d watched pages",
+		      faults, N);
 		CHECK(pages_wrong(r.b, N, SEED_B) == 0, "content of B");
 		CHECK(pages_wrong(r.a, N, SEED_A) == 0, "content of A");
 	}
 	regions_free(&r);
+	with_secondary_mmu(protected_faults, "protected pages");
 	ktap_result(checks_passed(), "clean_write_faults");
 }
 
@@ -307,7 +401,12 @@ static bool write_rounds(char *a, int period, long *faults)
 	return true;
 }
 
-static void test_writer(void)
+/*
+ * One region a period, written every that many scans: the faults its
+ * stores take. Without a secondary MMU, or on mainline, none; with one
+ * (@protected), none at periods 1 and 2, and the back-off stops them.
+ */
+static void writer_periods(bool protected)
 {
 	static const int periods[] = { 1, 2, 4 };
 	long faults[WRITER_ROUNDS], total, late;
@@ -315,7 +414,7 @@ static void test_writer(void)
 
 	if (!CHECK(ksm_reset() == 0, "reset") ||
 	    !CHECK(ksm_step_mode() == 0, "step mode"))
-		goto out;
+		return;
 	for (size_t p = 0; p < ARRAY_SIZE(periods); p++) {
 		a = map_pages(N);
 		for (int i = 0; i < N; i++)
@@ -330,7 +429,7 @@ static void test_writer(void)
 			total += faults[r];
 			late += r >= WRITER_ROUNDS / 2 ? faults[r] : 0;
 		}
-		if (periods[p] <= 2)
+		if (!protected || periods[p] <= 2)
 			CHECK(total == 0, "%ld faults at period %d", total,
 			      periods[p]);
 		CHECK(total <= N, "%ld faults at period %d", total,
@@ -341,30 +440,29 @@ static void test_writer(void)
 		      self_merging_pages());
 		munmap(a, N * page_size);
 	}
-out:
+}
+
+static void writer_protected(void)
+{
+	writer_periods(true);
+}
+
+static void test_writer(void)
+{
+	writer_periods(false);
+	if (ksm_read("protect_after_scans") >= 0)
+		with_secondary_mmu(writer_protected, "the writer");
 	ktap_result(checks_passed(), "clean_writer");
 }
 
-static void test_protect_off(void)
+/* With protect_after_scans=0, pages that held still take no fault. */
+static void unprotected_stores(void)
 {
-	static const char *const bad[] = { "9", "-1", "abc", "\n", "1 2",
-					   "4294967296" };
 	char *a = NULL;
 	long faults;
 
-	if (ksm_read("protect_after_scans") < 0) {
-		ktap_skip_named("clean_protect_off", "no protect_after_scans");
-		return;
-	}
-	if (!CHECK(ksm_reset() == 0, "reset"))
-		goto out;
-	for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
-		CHECK(ksm_write_str("protect_after_scans", bad[i]) == -EINVAL &&
-		      ksm_read("protect_after_scans") == 2,
-		      "protect_after_scans \"%s\" refused, unchanged", bad[i]);
-	CHECK(ksm_write("protect_after_scans", 8) == 0 &&
-	      ksm_read("protect_after_scans") == 8, "protect_after_scans=8");
-	if (!CHECK(ksm_write("protect_after_scans", 0) == 0,
+	if (!CHECK(ksm_reset() == 0, "reset") ||
+	    !CHECK(ksm_write("protect_after_scans", 0) == 0,
 		   "protect_after_scans=0") ||
 	    !CHECK(ksm_step_mode() == 0, "step mode"))
 		goto out;
@@ -384,6 +482,32 @@ static void test_protect_off(void)
 out:
 	if (a)
 		munmap(a, N * page_size);
+	ksm_write("protect_after_scans", 2);
+}
+
+static void test_protect_off(void)
+{
+	static const char *const bad[] = { "9", "-1", "abc", "\n", "1 2",
+					   "4294967296" };
+
+	if (ksm_read("protect_after_scans") < 0) {
+		ktap_skip_named("clean_protect_off", "no protect_after_scans");
+		return;
+	}
+	if (!CHECK(ksm_reset() == 0, "reset"))
+		goto out;
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
+		CHECK(ksm_write_str("protect_after_scans", bad[i]) == -EINVAL &&
+		      ksm_read("protect_after_scans") == 2,
+		      "protect_after_scans \"%s\" refused, unchanged", bad[i]);
+	CHECK(ksm_write("protect_after_scans", 8) == 0 &&
+	      ksm_read("protect_after_scans") == 8, "protect_after_scans=8");
+	/* Where ksmd would protect pages: with a secondary MMU. */
+	if (access(NT_PATH, F_OK))
+		unprotected_stores();
+	else
+		with_secondary_mmu(unprotected_stores, "protection off");
+out:
 	ksm_write("protect_after_scans", 2);
 	ktap_result(checks_passed(), "clean_protect_off");
 }
@@ -526,9 +650,10 @@ out:
 int main(void)
 {
 	ksm_save_settings();
-	ktap_plan(9);
+	ktap_plan(10);
 	test_store();
 	test_proc_mem();
+	test_vm_writev();
 	test_proc_mem_ro();
 	test_mprotect_cycle();
 	test_write_faults();

@@ -294,9 +294,19 @@ static int sp_protect_locked(struct page_vma_mapped_walk *pvmw,
 }
 
 /*
+ * Does @pte, cleaned by the walk (watched or protected, walk.c) when the
+ * page's hash was taken, say the page was written since? Dirty, or
+ * writable in an mm whose writes the dirty bit does not tell.
+ */
+static bool sp_written_since(struct mm_struct *mm, pte_t pte)
+{
+	return pte_dirty(pte) || (pte_write(pte) && !sp_dirty_tracks(mm));
+}
+
+/*
  * Make the PTE of a locked small anonymous folio in @vma read-only, so
  * that its content can be compared and shared. *@ptev gets the PTE.
- * @held says the page's hash was taken while ksmd had it write-protected
+ * @held says the page's hash was taken while ksmd had its PTE clean
  * (walk.c): a PTE written since says that hash no longer holds, and the
  * merge is refused (-EAGAIN), the PTE left as it is. Cleaning it here
  * would let the walk take the page for one that held still, with the old
@@ -319,7 +329,7 @@ static int sp_wrprotect(struct vm_area_struct *vma, struct folio *folio,
 		if (pvmw.pte) {
 			*ptev = ptep_get(pvmw.pte);
 			err = 0;
-			if (held && (pte_write(*ptev) || pte_dirty(*ptev)))
+			if (held && sp_written_since(vma->vm_mm, *ptev))
 				err = -EAGAIN;
 			else if (sp_pte_needs_protect(vma->vm_mm, folio, *ptev))
 				err = sp_protect_locked(&pvmw, folio, ptev);
@@ -437,7 +447,7 @@ static struct folio *sp_lock_small(struct page *page)
  * @node: the new KSM page's node, not yet in the stable table, with no
  *        sharer linked: its key, dom and nid filled in and its sharers
  *        array allocated (sp_sharers_init())
- * @held: the page's hash was taken write-protected (see sp_wrprotect())
+ * @held: the page's hash was taken with its PTE clean (see sp_wrprotect())
  *
  * Once the page is write-protected, @node gets the folio's pfn and becomes
  * its node: from then on rmap walks of the folio go through @node.
@@ -471,7 +481,7 @@ int sp_make_ksm(struct vm_area_struct *vma, struct page *page,
  * @vma: the VMA of @page, mmap_lock held
  * @page: an anonymous page, referenced
  * @kpage: the KSM page (or the zero page), referenced
- * @held: the page's hash was taken write-protected (see sp_wrprotect())
+ * @held: the page's hash was taken with its PTE clean (see sp_wrprotect())
  *
  * Return: 0 when merged, or an error when busy, changed or different.
  */
@@ -500,7 +510,7 @@ int sp_merge_into(struct vm_area_struct *vma, struct page *page,
  * @vma: the VMA of @page, mmap_lock held
  * @page: an anonymous page, referenced
  * @kpage: a KSM page from sp_fresh_folio(), mapped nowhere, off the LRU
- * @held: the page's hash was taken write-protected (see sp_wrprotect())
+ * @held: the page's hash was taken with its PTE clean (see sp_wrprotect())
  *
  * The copy is taken once @page is write-protected, so it is exact and
  * needs no compare, as none is needed when @page itself becomes the KSM

@@ -109,6 +109,7 @@
 #include <linux/ksm.h>
 #include <linux/list.h>
 #include <linux/mm.h>
+#include <linux/mmu_notifier.h>
 #include <linux/mutex.h>
 #include <linux/rbtree.h>
 #include <linux/rhashtable-types.h>
@@ -471,6 +472,17 @@ static inline unsigned int sp_protect_wait(unsigned int level)
 }
 
 /*
+ * May writes to the pages of @mm be told by their PTEs' dirty bits alone,
+ * the PTEs left writable (walk.c, DOC: Clean pages)? Not once a secondary
+ * MMU is registered: KVM writes through page tables of its own, which
+ * set no dirty bit in the mm's.
+ */
+static inline bool sp_dirty_tracks(struct mm_struct *mm)
+{
+	return !mm_has_notifiers(mm);
+}
+
+/*
  * Is a page of state word @st due to be protected? Not one protected
  * already, nor one at the last back-off level.
  */
@@ -571,6 +583,8 @@ int sp_unmerge_all(void);
 #define SP_FOUND_AWAY	BIT(5)	/* under migration: keep its entry; no page */
 /* Not the walk's: how a merge on request visits every page (request.c). */
 #define SP_FOUND_NOW	BIT(6)	/* merge now: no smart skip, no hash compare */
+/* With SP_FOUND_UNSURE: the write was seen by the dirty bit, no fault. */
+#define SP_FOUND_SOFT	BIT(7)
 
 /**
  * struct sp_found - the pages one walk found, in address order

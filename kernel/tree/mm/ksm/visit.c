@@ -74,20 +74,21 @@ static unsigned long sp_smart_age(unsigned long st, bool *skip)
 }
 
 /*
- * A page written since it was protected for its hash (state word @st):
+ * A page written since the walk cleaned it for its hash (state word @st):
  * it may have changed, so it is read at this visit and the next ones, as
- * without smart scan, and its state word no longer says protected. If it
- * was written before it repaid the fault, it backs off a level; else it
- * comes one level back (DOC: Protecting pages).
+ * without smart scan, and its state word no longer says clean. If it was
+ * protected (not @soft: watched, its write took no fault) and written
+ * before it repaid the fault, it backs off a level; if after, it comes
+ * one level back (DOC: Protecting pages).
  */
-static unsigned long sp_st_written(unsigned long st)
+static unsigned long sp_st_written(unsigned long st, bool soft)
 {
 	unsigned int level = sp_st_level(st);
 	unsigned int after = sp_protect_wait(level);
 
-	if (after && sp_st_still(st) > after + SP_PROTECT_PAYBACK)
+	if (!soft && after && sp_st_still(st) > after + SP_PROTECT_PAYBACK)
 		level = level ? level - 1 : 0;
-	else
+	else if (!soft)
 		level++;
 	st = sp_st_make(sp_st_hash(st), sp_st_cand(st), 0, 0);
 	return sp_st_set_level(st, level);
@@ -575,7 +576,8 @@ static u64 sp_visit_hash(struct page *page, unsigned long st,
  * @slot: the slot of the page's mm; ksmd holds sp_mutex, no mmap_lock
  * @addr: the page's address
  * @page: the page, referenced
- * @how: what the walk learnt of it: SP_FOUND_CLEAN, SP_FOUND_WP or 0;
+ * @how: what the walk learnt of it: SP_FOUND_CLEAN, SP_FOUND_WP,
+ *	SP_FOUND_UNSURE (with SP_FOUND_SOFT) or 0;
  *	with SP_FOUND_NOW, a merge on request: the page is looked up as
  *	one that held still, whatever its hash was, and is never skipped
  *
@@ -606,7 +608,7 @@ bool sp_visit(struct sp_slot *slot, unsigned long addr, struct page *page,
 	}
 	st = entry ? xa_to_value(entry) : 0;
 	if (how & SP_FOUND_UNSURE)
-		st = sp_st_written(st);
+		st = sp_st_written(st, how & SP_FOUND_SOFT);
 	if (!now)
 		st = sp_smart_age(st, &skip);
 	if (skip) {
@@ -656,7 +658,8 @@ void sp_unvisited(struct sp_slot *slot, unsigned long addr, unsigned int how)
 		return;
 	entry = xa_load(&slot->pages, vpn);
 	if (xa_is_value(entry))
-		sp_set_state(slot, vpn, sp_st_written(xa_to_value(entry)));
+		sp_set_state(slot, vpn, sp_st_written(xa_to_value(entry),
+						      how & SP_FOUND_SOFT));
 }
 
 #ifdef CONFIG_KSM_VISIT_KUNIT_TEST

@@ -16,25 +16,36 @@
 /**
  * DOC: Clean pages
  *
- * A page that held still for a few passes is write-protected and cleaned
- * by the walk before its hash is taken, as mprotect() would (when, see
- * DOC: Protecting pages): one mmu_notifier range, one hold of the PTE lock
- * and one TLB flush serve those pages of one PTE table. Its state word
- * then says so (SP_ST_WP). While its PTE stays read-only and clean, in a
- * VMA that is writable or can never be written, the page has not been
- * written: the visit takes the hash from the state word and does not
- * read the page. A write faults and makes the PTE writable or dirty again,
- * and the page is hashed at its next visit. Every way to write a page
- * goes through its PTE so:
+ * A page that has not been written since its hash was taken need not be
+ * read again: the visit takes the hash from the state word. The walk
+ * learns that from the page's PTE, which it cleans before the hash is
+ * taken (SP_ST_WP in the state word then), in one of two ways:
  *
- * - A store by the process faults on the read-only PTE.
- * - A secondary MMU (KVM, a device) dropped its writable mapping when the
- *   walk's mmu_notifier range began, and must fault through the PTE to
- *   get it back.
+ * - Watched: the PTE stays writable and only its dirty bit is cleared;
+ *   the next store sets it again, in hardware and without a fault on
+ *   x86 (on architectures without hardware dirty bits, a minor fault
+ *   does). While the PTE is clean, the folio is clean and nothing holds
+ *   a reference to it beyond its mappings, the page has not been
+ *   written. Only for an mm without a secondary MMU (sp_dirty_tracks()),
+ *   and a swap-backed folio outside the swap cache, whose own dirty flag
+ *   the walk clears under its lock: reclaim marks such a folio dirty when
+ *   it adds it to the swap cache, under that lock, whatever the PTEs say.
+ * - Protected: the PTE is write-protected and cleaned, as mprotect()
+ *   would do it, and the first write faults. For an mm with a secondary
+ *   MMU, which dropped its writable mapping when the walk's mmu_notifier
+ *   range began and must fault through the PTE to get it back. The
+ *   workload pays for that fault, so a page is protected only once it is
+ *   likely to repay it (DOC: Protecting pages).
+ *
+ * One mmu_notifier range, one hold of the PTE lock and one TLB flush
+ * serve the pages of one PTE table. Every other way to write a page is
+ * seen too:
+ *
  * - get_user_pages() for writing (process_vm_writev(), O_DIRECT reads, a
- *   pin for DMA) needs a writable PTE, or takes a write fault for one;
- *   a page already pinned when the walk protects it has a reference
- *   beyond its mappings and is not recorded clean (sp_unpinned()).
+ *   pin for DMA) holds a reference while it writes, and marks the folio
+ *   dirty when it lets go; on a protected PTE it needs a write fault
+ *   first. A page with a reference beyond its mappings when the walk
+ *   cleans it, or when it looks at a watched PTE, is read.
  * - A forced write (FOLL_FORCE: /proc/PID/mem, PTRACE_POKEDATA) in a
  *   VMA with VM_WRITE takes a write fault too, but in one without VM_WRITE
  *   and with VM_MAYWRITE it writes an exclusive anonymous page behind its
@@ -58,12 +69,15 @@
 /**
  * DOC: Protecting pages
  *
- * The protection is paid for by the workload: the first write to a
- * protected page takes a minor fault (and under KVM an EPT or NPT fault
- * in the guest), where an unprotected page costs the writer nothing. It
- * saves ksmd one read of the page at each visit while the page holds
- * still. So a page is protected only once it is likely to hold still for
- * long enough to repay the fault:
+ * A watched page costs its writer nothing but a TLB refill, so it is
+ * watched from its first visit on, but for while it changes: a page seen
+ * changing is cleaned again only once it held still over a visit.
+ *
+ * A protected page costs its writer a minor fault at its next write (and
+ * under KVM an EPT or NPT fault in the guest), which mainline's ksmd
+ * never causes. It saves ksmd one read of the page at each visit while
+ * the page holds still. So a page is protected only once it is likely to
+ * hold still for long enough to repay the fault:
  *
  * - never at its first visit, nor while it changes: a page must be found
  *   unchanged at protect_after_scans visits in a row first (2 by
@@ -74,13 +88,13 @@
  *   visits the next time, and after a third back-off it is never
  *   protected again. One written later than that repaid its fault, and
  *   comes one level back;
- * - protect_after_scans=0 protects nothing more: every page is read at
- *   every visit, as mainline does.
+ * - protect_after_scans=0 cleans nothing more, in either way: every page
+ *   is read at every visit, as mainline does.
  *
  * So a writer with any write period takes at most three faults a page
- * more than without ksmd, and then only where ksmd saved at least as
- * many reads; the cost falls on ksmd, which runs at nice 5, rather than
- * on the application the host exists for.
+ * more than without ksmd, beyond those repaid by reads saved; the cost
+ * falls on ksmd, which runs at nice 5, rather than on the application
+ * the host exists for.
  */
 #include <linux/hugetlb.h>
 #include <linux/mm.h>
@@ -129,30 +143,52 @@ static bool sp_vma_clean_skip(struct vm_area_struct *vma)
 }
 
 /*
- * What the walk knows of the small page at @addr, mapped by @pte (PTE
- * lock held) in a VMA where sp_vma_clean_skip(), with @xas for its entry:
- * SP_FOUND_CLEAN, SP_FOUND_WP (clean, but read anyway), or SP_FOUND_WANT:
- * a page that held still long enough is to be protected before it is
- * hashed. A page protected for its last hash and written since is
- * SP_FOUND_UNSURE: it may have changed, and is not protected again now.
+ * Can writes to @folio, mapped by a writable PTE, be told by that PTE's
+ * dirty bit and the folio's own? Not if the folio is in the swap cache,
+ * nor if something holds it beyond its mappings and @extra references: a
+ * get_user_pages() reference writes without setting the dirty bit.
  */
-static u8 sp_clean_state(struct xa_state *xas, pte_t pte, unsigned long addr)
+static bool sp_folio_watchable(struct folio *folio, int extra)
+{
+	return folio_test_swapbacked(folio) && !folio_test_swapcache(folio) &&
+	       folio_ref_count(folio) == folio_mapcount(folio) + extra;
+}
+
+/*
+ * What the walk knows of the small page at @addr, mapped by @pte (PTE
+ * lock held) to @folio in a VMA where sp_vma_clean_skip(), with @xas for
+ * its entry; @watch: sp_dirty_tracks() of the mm. SP_FOUND_CLEAN,
+ * SP_FOUND_WP (clean, but read anyway), or SP_FOUND_WANT: a page to clean
+ * before it is hashed (DOC: Protecting pages). A page cleaned for its
+ * last hash and written since is SP_FOUND_UNSURE, and SP_FOUND_SOFT if
+ * the write took no fault: it may have changed, and is not cleaned again
+ * now.
+ */
+static u8 sp_clean_state(struct xa_state *xas, pte_t pte, unsigned long addr,
+			 struct folio *folio, bool watch)
 {
 	unsigned long vpn = addr >> PAGE_SHIFT;
 	unsigned long st;
 	void *e;
 
 	e = sp_entry_at(xas, vpn);
-	if (!xa_is_value(e))
+	if (e && !xa_is_value(e))
 		return 0;
-	st = xa_to_value(e);
+	st = e ? xa_to_value(e) : 0;
 	if (sp_st_wp(st)) {
-		if (!pte_write(pte) && !pte_dirty(pte))
+		if (!pte_dirty(pte) &&
+		    (!pte_write(pte) ||
+		     (watch && !folio_test_dirty(folio) &&
+		      sp_folio_watchable(folio, 0))))
 			return (vpn + sp_stats.full_scans) % SP_RECHECK ?
 			       SP_FOUND_CLEAN : SP_FOUND_WP;
-		return SP_FOUND_UNSURE;
+		return SP_FOUND_UNSURE | (watch ? SP_FOUND_SOFT : 0);
 	}
-	return sp_protect_due(st) ? SP_FOUND_WANT : 0;
+	if (!READ_ONCE(sp_protect_after))
+		return 0;
+	if (watch)
+		return !e || sp_st_still(st) ? SP_FOUND_WANT : 0;
+	return e && sp_protect_due(st) ? SP_FOUND_WANT : 0;
 }
 
 /*
@@ -233,6 +269,37 @@ static bool sp_protect_pte(struct vm_area_struct *vma, pte_t *ptep,
 }
 
 /*
+ * Clean the PTE at @ptep (PTE lock held), leaving it writable, if it
+ * still maps @page and its folio can be watched; true if it did and
+ * *@flush is now due. The folio's own dirty flag is cleared with it, under
+ * the folio's lock: add_to_swap() takes that lock and marks the folio
+ * dirty once it is in the swap cache, so reclaim still writes it out. A
+ * read-only PTE is protected instead, as it already is.
+ */
+static bool sp_watch_pte(struct vm_area_struct *vma, pte_t *ptep,
+			 unsigned long addr, struct page *page, bool *flush)
+{
+	struct folio *folio = page_folio(page);
+	pte_t old = ptep_get(ptep);
+	bool done = false;
+
+	if (!pte_present(old) || pte_pfn(old) != page_to_pfn(page))
+		return false;
+	if (!pte_write(old))
+		return sp_protect_pte(vma, ptep, addr, page, flush);
+	if (!sp_folio_watchable(folio, 1) || !folio_trylock(folio))
+		return false;
+	if (!folio_test_swapcache(folio)) {
+		old = ptep_modify_prot_start(vma, addr, ptep);
+		ptep_modify_prot_commit(vma, addr, ptep, old, pte_mkclean(old));
+		folio_clear_dirty(folio);
+		*flush = done = true;
+	}
+	folio_unlock(folio);
+	return done;
+}
+
+/*
  * No reference to @page but its mappings', the swap cache's and ksmd's:
  * nothing pinned it to write through. Read after the TLB flush, which a
  * concurrent get_user_pages_fast() either finishes before or sees the
@@ -283,19 +350,20 @@ static void sp_leave_one_writable(pte_t *table, struct sp_found *f,
 }
 
 /*
- * Protect the pages @f->page[@from..] of the PTE table at @pmdp that the
- * walk wants protected, under one mmu_notifier range and one TLB flush;
- * each that is protected and unpinned is marked SP_FOUND_WP.
+ * Clean the pages @f->page[@from..] of the PTE table at @pmdp that the
+ * walk wants cleaned, watched or protected as @watch says, under one
+ * mmu_notifier range and one TLB flush; each that is cleaned and unpinned
+ * is marked SP_FOUND_WP.
  */
 static void sp_protect_table(struct mm_walk *walk, pmd_t *pmdp,
-			     struct sp_found *f, unsigned int from)
+			     struct sp_found *f, unsigned int from, bool watch)
 {
 	struct mmu_notifier_range range;
 	unsigned int i, first = f->nr, last = 0;
 	u8 done[SP_GATHER], nr = 0;
 	unsigned long start, end;
 	pte_t *ptep, *base;
-	bool flush = false;
+	bool flush = false, ok;
 	spinlock_t *ptl;	/* the PTE table's lock */
 
 	for (i = from; i < f->nr; i++) {
@@ -313,13 +381,18 @@ static void sp_protect_table(struct mm_walk *walk, pmd_t *pmdp,
 	mmu_notifier_invalidate_range_start(&range);
 	base = pte_offset_map_lock(walk->mm, pmdp, start, &ptl);
 	if (base) {
-		sp_leave_one_writable(base - pte_index(start), f, first, last);
+		if (!watch)
+			sp_leave_one_writable(base - pte_index(start), f,
+					      first, last);
 		for (i = first; i <= last; i++) {
 			if (!(f->how[i] & SP_FOUND_WANT))
 				continue;
 			ptep = base + ((f->addr[i] - start) >> PAGE_SHIFT);
-			if (sp_protect_pte(walk->vma, ptep, f->addr[i],
-					   f->page[i], &flush))
+			ok = watch ? sp_watch_pte(walk->vma, ptep, f->addr[i],
+						  f->page[i], &flush) :
+				     sp_protect_pte(walk->vma, ptep, f->addr[i],
+						    f->page[i], &flush);
+			if (ok)
 				done[nr++] = i;
 		}
 		if (flush)
@@ -365,6 +438,7 @@ static int sp_pmd_entry(pmd_t *pmdp, unsigned long addr, unsigned long end,
 	spinlock_t *ptl;	/* the PTE table's lock */
 	XA_STATE(xas, &f->slot->pages, 0);
 	bool skip = sp_vma_clean_skip(walk->vma);
+	bool watch = sp_dirty_tracks(walk->mm);
 	int ret = 0;
 	u8 how;
 
@@ -398,12 +472,13 @@ static int sp_pmd_entry(pmd_t *pmdp, unsigned long addr, unsigned long end,
 			continue;
 		}
 		how = !skip || folio_test_large(folio) ||
-		      folio_test_ksm(folio) ? 0 : sp_clean_state(&xas, pte, addr);
+		      folio_test_ksm(folio) ? 0 :
+		      sp_clean_state(&xas, pte, addr, folio, watch);
 		ret = sp_found_add(f, page, addr, how);
 	}
 	rcu_read_unlock();
 	pte_unmap_unlock(start, ptl);
-	sp_protect_table(walk, pmdp, f, from);
+	sp_protect_table(walk, pmdp, f, from, watch);
 	return ret;
 }
 

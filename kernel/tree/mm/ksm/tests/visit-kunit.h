@@ -177,7 +177,7 @@ static struct sp_sim sp_sim_writer(unsigned int period, unsigned int visits)
 			how = SP_FOUND_WP;
 		pte_clean |= how & SP_FOUND_WP;
 		if (how & SP_FOUND_UNSURE)
-			st = sp_st_written(st);
+			st = sp_st_written(st, false);
 		hash = how & SP_FOUND_CLEAN ? sp_st_hash(st) : content;
 		r.reads += !(how & SP_FOUND_CLEAN);
 		st = sp_st_set_wp(st, how & (SP_FOUND_CLEAN | SP_FOUND_WP));
