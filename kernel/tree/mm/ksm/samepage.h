@@ -583,8 +583,7 @@ int sp_unmerge_all(void);
 #define SP_FOUND_AWAY	BIT(5)	/* under migration: keep its entry; no page */
 /* Not the walk's: how a merge on request visits every page (request.c). */
 #define SP_FOUND_NOW	BIT(6)	/* merge now: no smart skip, no hash compare */
-/* With SP_FOUND_UNSURE: the write was seen by the dirty bit, no fault. */
-#define SP_FOUND_SOFT	BIT(7)
+#define SP_FOUND_SOFT	BIT(7)	/* watched by the dirty bit, not protected */
 
 /**
  * struct sp_found - the pages one walk found, in address order

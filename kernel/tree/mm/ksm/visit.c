@@ -74,6 +74,19 @@ static unsigned long sp_smart_age(unsigned long st, bool *skip)
 }
 
 /*
+ * The still visits worth counting for a page of state word @st: in a
+ * watched mm (@how has SP_FOUND_SOFT), whether it held still at all; else
+ * as far as the back-off looks (sp_st_written()). A count that stops
+ * changing leaves the state word, and its xarray slot, as they were.
+ */
+static unsigned int sp_still_cap(unsigned long st, unsigned int how)
+{
+	if (how & SP_FOUND_SOFT)
+		return 1;
+	return sp_protect_wait(sp_st_level(st)) + SP_PROTECT_PAYBACK + 1;
+}
+
+/*
  * A page written since the walk cleaned it for its hash (state word @st):
  * it may have changed, so it is read at this visit and the next ones, as
  * without smart scan, and its state word no longer says clean. If it was
@@ -577,7 +590,7 @@ static u64 sp_visit_hash(struct page *page, unsigned long st,
  * @addr: the page's address
  * @page: the page, referenced
  * @how: what the walk learnt of it: SP_FOUND_CLEAN, SP_FOUND_WP,
- *	SP_FOUND_UNSURE (with SP_FOUND_SOFT) or 0;
+ *	SP_FOUND_UNSURE or 0, and SP_FOUND_SOFT in a watched mm;
  *	with SP_FOUND_NOW, a merge on request: the page is looked up as
  *	one that held still, whatever its hash was, and is never skipped
  *
@@ -621,7 +634,8 @@ bool sp_visit(struct sp_slot *slot, unsigned long addr, struct page *page,
 	hash = sp_visit_hash(page, st, how);
 	st = sp_st_set_wp(st, how & (SP_FOUND_CLEAN | SP_FOUND_WP));
 	changed = !entry || !sp_st_hash_is(st, hash);
-	st = sp_st_set_still(st, changed ? 0 : sp_st_still(st) + 1);
+	st = sp_st_set_still(st, changed ? 0 :
+			     min(sp_st_still(st) + 1, sp_still_cap(st, how)));
 	if (!now && changed) {
 		/* New or changed, it may be a candidate next pass. */
 		sp_cands.want++;

@@ -157,17 +157,17 @@ static bool sp_folio_watchable(struct folio *folio, int extra)
 /*
  * What the walk knows of the small page at @addr, mapped by @pte (PTE
  * lock held) to @folio in a VMA where sp_vma_clean_skip(), with @xas for
- * its entry; @watch: sp_dirty_tracks() of the mm. SP_FOUND_CLEAN,
- * SP_FOUND_WP (clean, but read anyway), or SP_FOUND_WANT: a page to clean
- * before it is hashed (DOC: Protecting pages). A page cleaned for its
- * last hash and written since is SP_FOUND_UNSURE, and SP_FOUND_SOFT if
- * the write took no fault: it may have changed, and is not cleaned again
- * now.
+ * its entry; @watch: sp_dirty_tracks() of the mm, which adds
+ * SP_FOUND_SOFT. SP_FOUND_CLEAN, SP_FOUND_WP (clean, but read anyway), or
+ * SP_FOUND_WANT: a page to clean before it is hashed (DOC: Protecting
+ * pages). A page cleaned for its last hash and written since is
+ * SP_FOUND_UNSURE: it may have changed, and is not cleaned again now.
  */
 static u8 sp_clean_state(struct xa_state *xas, pte_t pte, unsigned long addr,
 			 struct folio *folio, bool watch)
 {
 	unsigned long vpn = addr >> PAGE_SHIFT;
+	u8 soft = watch ? SP_FOUND_SOFT : 0;
 	unsigned long st;
 	void *e;
 
@@ -180,14 +180,14 @@ static u8 sp_clean_state(struct xa_state *xas, pte_t pte, unsigned long addr,
 		    (!pte_write(pte) ||
 		     (watch && !folio_test_dirty(folio) &&
 		      sp_folio_watchable(folio, 0))))
-			return (vpn + sp_stats.full_scans) % SP_RECHECK ?
-			       SP_FOUND_CLEAN : SP_FOUND_WP;
-		return SP_FOUND_UNSURE | (watch ? SP_FOUND_SOFT : 0);
+			return soft | ((vpn + sp_stats.full_scans) % SP_RECHECK ?
+				       SP_FOUND_CLEAN : SP_FOUND_WP);
+		return soft | SP_FOUND_UNSURE;
 	}
 	if (!READ_ONCE(sp_protect_after))
-		return 0;
+		return soft;
 	if (watch)
-		return !e || sp_st_still(st) ? SP_FOUND_WANT : 0;
+		return soft | (!e || sp_st_still(st) ? SP_FOUND_WANT : 0);
 	return e && sp_protect_due(st) ? SP_FOUND_WANT : 0;
 }
 

@@ -182,7 +182,9 @@ static struct sp_sim sp_sim_writer(unsigned int period, unsigned int visits)
 		r.reads += !(how & SP_FOUND_CLEAN);
 		st = sp_st_set_wp(st, how & (SP_FOUND_CLEAN | SP_FOUND_WP));
 		changed = !known || !sp_st_hash_is(st, hash);
-		st = sp_st_set_still(st, changed ? 0 : sp_st_still(st) + 1);
+		st = sp_st_set_still(st, changed ? 0 :
+				     min(sp_st_still(st) + 1,
+					 sp_still_cap(st, 0)));
 		st = sp_st_make(hash, !changed, 0, 0) | (st & SP_ST_CARRY);
 		known = true;
 	}
