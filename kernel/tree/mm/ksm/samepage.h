@@ -412,32 +412,43 @@ static inline unsigned int sp_st_skip(unsigned long st)
 	return (st >> SP_ST_SKIP_SHIFT) & GENMASK(SP_ST_SKIP_BITS - 1, 0);
 }
 
+/* A field of @max << @shift in a state word, and setting it, capped. */
+static inline unsigned int sp_st_field(unsigned long st, unsigned int shift,
+				       unsigned int max)
+{
+	return (st >> shift) & max;
+}
+
+static inline unsigned long sp_st_set_field(unsigned long st,
+					    unsigned int shift,
+					    unsigned int max, unsigned int v)
+{
+	st &= ~((unsigned long)max << shift);
+	return st | (unsigned long)min(v, max) << shift;
+}
+
 /* Visits in a row at which the page was found unchanged, up to 15. */
 static inline unsigned int sp_st_still(unsigned long st)
 {
-	return (st >> SP_ST_STILL_SHIFT) & SP_ST_STILL_MAX;
+	return sp_st_field(st, SP_ST_STILL_SHIFT, SP_ST_STILL_MAX);
 }
 
 static inline unsigned long sp_st_set_still(unsigned long st,
 					    unsigned int still)
 {
-	st &= ~((unsigned long)SP_ST_STILL_MAX << SP_ST_STILL_SHIFT);
-	return st | (unsigned long)min_t(unsigned int, still, SP_ST_STILL_MAX)
-		    << SP_ST_STILL_SHIFT;
+	return sp_st_set_field(st, SP_ST_STILL_SHIFT, SP_ST_STILL_MAX, still);
 }
 
 /* Protection back-off: each level doubles the wait; the last never. */
 static inline unsigned int sp_st_level(unsigned long st)
 {
-	return (st >> SP_ST_LEVEL_SHIFT) & SP_ST_LEVEL_MAX;
+	return sp_st_field(st, SP_ST_LEVEL_SHIFT, SP_ST_LEVEL_MAX);
 }
 
 static inline unsigned long sp_st_set_level(unsigned long st,
 					    unsigned int level)
 {
-	st &= ~((unsigned long)SP_ST_LEVEL_MAX << SP_ST_LEVEL_SHIFT);
-	return st | (unsigned long)min_t(unsigned int, level, SP_ST_LEVEL_MAX)
-		    << SP_ST_LEVEL_SHIFT;
+	return sp_st_set_field(st, SP_ST_LEVEL_SHIFT, SP_ST_LEVEL_MAX, level);
 }
 
 /* Tunables (sysfs.c writes them; READ_ONCE where ksmd reads them). */

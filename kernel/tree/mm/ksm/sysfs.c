@@ -126,14 +126,20 @@ SP_ATTR_RO(general_profit);
  * An unsigned int tunable: any parse error is EINVAL (never kstrtouint()'s
  * ERANGE), the error these files have always given.
  */
-static ssize_t sp_store_uint(const char *buf, size_t count, unsigned int *val)
+static ssize_t sp_store_uint_max(const char *buf, size_t count,
+				 unsigned int *val, unsigned int max)
 {
 	unsigned int v;
 
-	if (kstrtouint(buf, 10, &v))
+	if (kstrtouint(buf, 10, &v) || v > max)
 		return -EINVAL;
 	WRITE_ONCE(*val, v);
 	return count;
+}
+
+static ssize_t sp_store_uint(const char *buf, size_t count, unsigned int *val)
+{
+	return sp_store_uint_max(buf, count, val, UINT_MAX);
 }
 
 static ssize_t sp_store_ulong(const char *buf, size_t count,
@@ -362,7 +368,7 @@ static ssize_t smart_scan_store(struct kobject *k, struct kobj_attribute *a,
 }
 SP_ATTR_RW(smart_scan);
 
-/* Still scans before ksmd write-protects a page (walk.c); 0: never. */
+/* Still scans before ksmd protects a page (walk.c); 0: never, nor watch. */
 static ssize_t protect_after_scans_show(struct kobject *k,
 					struct kobj_attribute *a, char *buf)
 {
@@ -373,12 +379,8 @@ static ssize_t protect_after_scans_store(struct kobject *k,
 					 struct kobj_attribute *a,
 					 const char *buf, size_t count)
 {
-	unsigned int v;
-
-	if (kstrtouint(buf, 10, &v) || v > SP_PROTECT_AFTER_MAX)
-		return -EINVAL;
-	WRITE_ONCE(sp_protect_after, v);
-	return count;
+	return sp_store_uint_max(buf, count, &sp_protect_after,
+				 SP_PROTECT_AFTER_MAX);
 }
 SP_ATTR_RW(protect_after_scans);
 
