@@ -316,7 +316,7 @@ static inline unsigned long sp_loc_addr(u64 loc)
 /*
  * The state word of a tracked page that is not merged, stored as an xarray
  * value: the content hash at the last visit, whether it was counted as
- * unshared (a candidate), whether ksmd had write-protected the page when it
+ * unshared (a candidate), whether ksmd had cleaned the page's PTE when it
  * took that hash (walk.c), its smart-scan age and remaining skips, and what
  * decides when the walk protects it: the visits in a row it held still,
  * and its protection back-off (walk.c, DOC: Protecting pages).
@@ -402,16 +402,6 @@ static inline unsigned long sp_st_set_wp(unsigned long st, bool wp)
 	return wp ? st | SP_ST_WP : st & ~SP_ST_WP;
 }
 
-static inline unsigned int sp_st_age(unsigned long st)
-{
-	return (st >> SP_ST_AGE_SHIFT) & GENMASK(SP_ST_AGE_BITS - 1, 0);
-}
-
-static inline unsigned int sp_st_skip(unsigned long st)
-{
-	return (st >> SP_ST_SKIP_SHIFT) & GENMASK(SP_ST_SKIP_BITS - 1, 0);
-}
-
 /* A field of @max << @shift in a state word, and setting it, capped. */
 static inline unsigned int sp_st_field(unsigned long st, unsigned int shift,
 				       unsigned int max)
@@ -425,6 +415,17 @@ static inline unsigned long sp_st_set_field(unsigned long st,
 {
 	st &= ~((unsigned long)max << shift);
 	return st | (unsigned long)min(v, max) << shift;
+}
+
+static inline unsigned int sp_st_age(unsigned long st)
+{
+	return sp_st_field(st, SP_ST_AGE_SHIFT, GENMASK(SP_ST_AGE_BITS - 1, 0));
+}
+
+static inline unsigned int sp_st_skip(unsigned long st)
+{
+	return sp_st_field(st, SP_ST_SKIP_SHIFT,
+			   GENMASK(SP_ST_SKIP_BITS - 1, 0));
 }
 
 /* Visits in a row at which the page was found unchanged, up to 15. */
@@ -592,9 +593,9 @@ int sp_unmerge_all(void);
 #define SP_FOUND_UNSURE	BIT(3)	/* written since hashed protected */
 #define SP_FOUND_MERGED	BIT(4)	/* maps its KSM page, as recorded: no page */
 #define SP_FOUND_AWAY	BIT(5)	/* under migration: keep its entry; no page */
+#define SP_FOUND_SOFT	BIT(7)	/* watched by the dirty bit, not protected */
 /* Not the walk's: how a merge on request visits every page (request.c). */
 #define SP_FOUND_NOW	BIT(6)	/* merge now: no smart skip, no hash compare */
-#define SP_FOUND_SOFT	BIT(7)	/* watched by the dirty bit, not protected */
 
 /**
  * struct sp_found - the pages one walk found, in address order
