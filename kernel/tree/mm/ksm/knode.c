@@ -392,14 +392,35 @@ void sp_knode_free(struct sp_knode *node)
 }
 
 /*
+ * Free @node, which has no sharer, unless something still maps its folio
+ * @folio (locked, so no mapping comes or goes meanwhile). The folio may
+ * live on without mappings: in the swap cache, in a per-CPU batch, or
+ * held for good after memory failure. It is left KSM without a node,
+ * which nothing can join (a swap-in takes a copy of it) and which goes
+ * when its last reference does. A folio still mapped, by a fork ksmd has
+ * not seen yet, keeps its node. Returns true if @node was freed.
+ */
+static bool sp_orphan_go(struct sp_knode *node, struct folio *folio)
+{
+	if (node->nr_sharers || folio_mapped(folio))
+		return false;
+	sp_folio_set_node(folio, NULL);
+	sp_knode_free(node);
+	return true;
+}
+
+/*
  * Let go of @node's folio @kfolio after a run of drops (either may be
- * NULL: none held): shrink its table to fit what is left first.
+ * NULL: none held). A node left without sharers and mappings goes now,
+ * so that pages_shared and the counts of chains and dups fall together,
+ * as they do in mainline; otherwise its table shrinks to fit what is left.
  */
 static void sp_drops_done(struct sp_knode *node, struct folio *kfolio)
 {
 	if (!kfolio)
 		return;
-	sp_sharers_trim(node);
+	if (!sp_orphan_go(node, kfolio))
+		sp_sharers_trim(node);
 	folio_unlock(kfolio);
 	folio_put(kfolio);
 }
@@ -637,11 +658,9 @@ static void sp_drop_if_stale(struct sp_knode *node)
  * sp_release_orphan - let go of a KSM page that no sharer maps any more
  * @node: a node of the stable index; the caller holds sp_mutex
  *
- * The folio of an orphan may live on without mappings: in the swap cache,
- * in a per-CPU batch, or held for good after memory failure. Such a folio
- * is left KSM without a node, which nothing can join and which goes when
- * its last reference does, and the node is freed. A node whose folio is
- * still mapped, by a fork ksmd has not seen yet, stays.
+ * A node is left without sharers but in the index when its last sharer
+ * went while its folio was still mapped, or when a merge was undone; this
+ * frees it once nothing maps the folio (see sp_orphan_go()).
  */
 void sp_release_orphan(struct sp_knode *node)
 {
@@ -653,10 +672,7 @@ void sp_release_orphan(struct sp_knode *node)
 	folio = sp_node_folio(node, true);	/* frees the node if stale */
 	if (!folio)
 		return;
-	if (!folio_mapped(folio)) {
-		sp_folio_set_node(folio, NULL);
-		sp_knode_free(node);
-	}
+	sp_orphan_go(node, folio);
 	folio_unlock(folio);
 	folio_put(folio);
 }
