@@ -482,11 +482,64 @@ static void test_khugepaged(void)
 	half_done(x, y, "khugepaged");
 }
 
+struct shared_want {
+	long shared, sharing;
+};
+
+static bool shared_is(void *arg)
+{
+	struct shared_want *w = arg;
+
+	return ksm_read("pages_shared") == w->shared &&
+	       ksm_read("pages_sharing") == w->sharing;
+}
+
+/*
+ * A THP of unique subpages, left to ksmd until each was hashed and found
+ * unchanged, then written: one subpage takes a small page's content. ksmd
+ * must see the change, though a clean PMD let it skip reading the
+ * subpages (DOC: Clean huge pages in walk.c), and merge the two within
+ * a few passes: fewer than the one in SP_RECHECK at which it would read
+ * a subpage it trusted anyway. Smart scan is off: it would make the wait
+ * depend on the subpage's age, on stock as on ours.
+ */
+static void test_change_seen(void)
+{
+	const unsigned int seed = 0x7a41, other = 0x7a49;
+	struct shared_want merged = { 1, 1 };
+	const int at = 300;
+	char *p, *q;
+
+	CHECK(ksm_reset() == 0, "reset");
+	CHECK(ksm_write("smart_scan", 0) == 0, "smart_scan=0");
+	p = thp_area(HALF_Y, seed, "thp_change_seen");
+	if (!p)
+		return;
+	q = map_pages(1);
+	fill_pattern(q, other, 0);
+	CHECK(merge_pages(p, SUB) == 0 && merge_pages(q, 1) == 0, "madvise");
+	CHECK(ksm_wait_counts(0, 0, SUB + 1, 0), "all unshared");
+	CHECK(ksm_wait_scans(3), "scans");
+	CHECK(thp_kb(p) == (long)(HPAGE >> 10), "still a THP");
+	fill_pattern(p + at * page_size, other, 0);
+	CHECK(ksm_wait_until(shared_is, &merged, 8),
+	      "written subpage not merged: shared %ld sharing %ld",
+	      ksm_read("pages_shared"), ksm_read("pages_sharing"));
+	CHECK(holds_pattern(p + at * page_size, other, 0) &&
+	      holds_pattern(q, other, 0), "merged content");
+	CHECK(area_wrong(p, HALF_Y, seed, at) == 0, "content of the rest");
+	munmap(q, page_size);
+	munmap(p, HPAGE);
+	ksm_write("smart_scan", 1);
+	ktap_result(checks_passed(), "thp_change_seen");
+}
+
 int main(void)
 {
 	static const char *const names[] = {
 		"thp_split_merge_within", "madv_collapse_within",
 		"thp_split_merge_across", "madv_collapse_across", "khugepaged",
+		"thp_change_seen",
 	};
 	time_t started = time(NULL);
 
@@ -509,6 +562,10 @@ int main(void)
 		test_khugepaged();
 	else
 		ktap_skip_named("khugepaged", "no THP");
+	if (thp_ok)
+		test_change_seen();
+	else
+		ktap_skip_named("thp_change_seen", "no THP");
 	ktap_diag("%ld s", (long)(time(NULL) - started));
 	return ktap_finish();
 }

@@ -55,6 +55,7 @@ static bool sp_pass_begin(void)
 	sp_cur.slot = first;
 	sp_cur.addr = 0;
 	sp_cur.saw_vma = false;
+	sp_cur.thp_cleaned = 0;
 	spin_unlock(&sp_slots_lock);
 	return first;
 }
@@ -92,6 +93,7 @@ static void sp_slot_done(struct sp_slot *slot)
 		      list_next_entry(slot, list);
 	sp_cur.addr = 0;
 	sp_cur.saw_vma = false;
+	sp_cur.thp_cleaned = 0;
 	if (gone)
 		sp_slot_unlink(slot);
 	spin_unlock(&sp_slots_lock);
@@ -107,19 +109,6 @@ static void sp_slot_done(struct sp_slot *slot)
  * gathers.
  */
 #define SP_FORGET_MAX	4096
-
-static void sp_found_put(struct sp_found *f, unsigned int i)
-{
-	if (f->page[i])
-		put_page(f->page[i]);
-}
-
-/* Let go of the gathered pages from the @i-th on: a later gather finds them. */
-static void sp_found_trim(struct sp_found *f, unsigned int i)
-{
-	while (f->nr > i)
-		sp_found_put(f, --f->nr);
-}
 
 /*
  * Gather the next pages to visit into sp_found, referenced, at most @max;
@@ -147,6 +136,7 @@ static bool sp_gather(struct sp_slot **slotp, unsigned int max)
 		f->slot = slot;
 		f->nr = 0;
 		f->max = max;
+		f->thp_cleaned = &sp_cur.thp_cleaned;
 		if (!atomic_read(&slot->mm->mm_users)) {
 			if (sp_forget_some(slot, &budget)) {
 				sp_slot_done(slot);
@@ -200,6 +190,7 @@ static bool sp_visit_one(struct sp_slot *slot, struct sp_found *f,
 static unsigned int sp_visit_found(struct sp_slot *slot, unsigned int budget)
 {
 	struct sp_found *f = &sp_found;
+	unsigned long next;
 	unsigned int i;
 
 	for (i = 0; i < f->nr; i++) {
@@ -211,10 +202,13 @@ static unsigned int sp_visit_found(struct sp_slot *slot, unsigned int budget)
 			sp_stats.scanned++;
 			budget--;
 		}
+		next = sp_found_split(f, i);
+		if (next)
+			sp_cur.addr = min(sp_cur.addr, next);
 		sp_found_put(f, i);
 		cond_resched();
 	}
-	f->nr = 0;
+	sp_found_trim(f, 0);
 	return budget;
 }
 

@@ -55,6 +55,7 @@ static int sp_request_batch(struct mm_struct *mm, struct sp_found *f,
 {
 	unsigned long pages = (end - *addr) >> PAGE_SHIFT;
 	struct sp_slot *slot;
+	unsigned long next;
 	unsigned int i;
 
 	lockdep_assert_held(&sp_mutex);
@@ -73,6 +74,8 @@ static int sp_request_batch(struct mm_struct *mm, struct sp_found *f,
 	f->slot = slot;
 	f->nr = 0;
 	f->max = SP_GATHER;
+	f->large = NULL;
+	f->thp_cleaned = NULL;	/* huge pages are ksmd's to clean */
 	if (mmap_read_lock_killable(mm))
 		return -EINTR;
 	sp_find_in_mm(mm, *addr, end, f);
@@ -80,13 +83,16 @@ static int sp_request_batch(struct mm_struct *mm, struct sp_found *f,
 	*addr = f->nr ? f->addr[f->nr - 1] + PAGE_SIZE : end;
 
 	for (i = 0; i < f->nr; i++) {
-		if (f->page[i]) {
+		if (f->page[i])
 			sp_visit(slot, f->addr[i], f->page[i],
 				 f->how[i] | SP_FOUND_NOW);
-			put_page(f->page[i]);
-		}
+		next = sp_found_split(f, i);
+		if (next)
+			*addr = next;
+		sp_found_put(f, i);
 		cond_resched();
 	}
+	sp_found_trim(f, 0);
 	return 0;
 }
 

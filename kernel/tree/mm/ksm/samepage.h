@@ -570,11 +570,14 @@ static inline struct sp_slot *sp_sharer_slot(const struct sp_sharer *sh)
  * @addr: the next address to look at in @slot's mm; under sp_mutex
  * @saw_vma: whether this pass found a mergeable VMA in @slot's mm; under
  *	sp_mutex
+ * @thp_cleaned: 1 + the address of the THP in @slot's mm whose dirty PMD
+ *	this pass cleaned, or 0; under sp_mutex (walk.c)
  */
 struct sp_cursor {
 	struct sp_slot *slot;
 	unsigned long addr;
 	bool saw_vma;
+	unsigned long thp_cleaned;
 };
 
 extern struct sp_cursor sp_cur;
@@ -594,6 +597,7 @@ int sp_unmerge_all(void);
 #define SP_FOUND_MERGED	BIT(4)	/* maps its KSM page, as recorded: no page */
 #define SP_FOUND_AWAY	BIT(5)	/* under migration: keep its entry; no page */
 #define SP_FOUND_SOFT	BIT(7)	/* watched by the dirty bit, not protected */
+#define SP_FOUND_COARSE	BIT(8)	/* its THP was written: no longer clean */
 /* Not the walk's: how a merge on request visits every page (request.c). */
 #define SP_FOUND_NOW	BIT(6)	/* merge now: no smart skip, no hash compare */
 
@@ -602,8 +606,13 @@ int sp_unmerge_all(void);
  * @slot: the slot whose mm the walk is in
  * @nr: pages found
  * @max: stop the walk at this many
- * @page: the pages, each referenced; NULL for SP_FOUND_MERGED and
- *	SP_FOUND_AWAY
+ * @large: if set, every page found is of this large folio, and this one
+ *	reference to it, taken by the walk, stands for all of them (see
+ *	sp_found_split())
+ * @thp_cleaned: NULL, or where the walk is ksmd's: the address of the
+ *	THP whose dirty PMD this pass cleaned (walk.c, DOC: Clean huge pages)
+ * @page: the pages, each referenced unless @large; NULL for
+ *	SP_FOUND_MERGED and SP_FOUND_AWAY
  * @addr: their addresses
  * @how: SP_FOUND_* flags: what the walk learnt of each
  */
@@ -611,13 +620,18 @@ struct sp_found {
 	struct sp_slot *slot;
 	unsigned int nr;
 	unsigned int max;
+	struct folio *large;
+	unsigned long *thp_cleaned;
 	struct page *page[SP_GATHER];
 	unsigned long addr[SP_GATHER];
-	u8 how[SP_GATHER];
+	u16 how[SP_GATHER];
 };
 
 bool sp_find_in_mm(struct mm_struct *mm, unsigned long from,
 		   unsigned long to, struct sp_found *f);
+void sp_found_put(struct sp_found *f, unsigned int i);
+unsigned long sp_found_split(struct sp_found *f, unsigned int i);
+void sp_found_trim(struct sp_found *f, unsigned int i);
 
 /* visit.c */
 bool sp_visit(struct sp_slot *slot, unsigned long addr, struct page *page,

@@ -590,7 +590,8 @@ static u64 sp_visit_hash(struct page *page, unsigned long st,
  * @addr: the page's address
  * @page: the page, referenced
  * @how: what the walk learnt of it: SP_FOUND_CLEAN, SP_FOUND_WP,
- *	SP_FOUND_UNSURE or 0, and SP_FOUND_SOFT in a watched mm;
+ *	SP_FOUND_UNSURE, SP_FOUND_COARSE or 0, and SP_FOUND_SOFT in a
+ *	watched mm;
  *	with SP_FOUND_NOW, a merge on request: the page is looked up as
  *	one that held still, whatever its hash was, and is never skipped
  *
@@ -622,6 +623,8 @@ bool sp_visit(struct sp_slot *slot, unsigned long addr, struct page *page,
 	st = entry ? xa_to_value(entry) : 0;
 	if (how & SP_FOUND_UNSURE)
 		st = sp_st_written(st, how & SP_FOUND_SOFT);
+	else if (how & SP_FOUND_COARSE)
+		st = sp_st_set_wp(st, false);
 	if (!now)
 		st = sp_smart_age(st, &skip);
 	if (skip) {
@@ -658,22 +661,27 @@ bool sp_visit(struct sp_slot *slot, unsigned long addr, struct page *page,
  * @addr: the page's address
  * @how: what the walk learnt of it
  *
- * A page written since it was protected for its hash, left for a later
- * batch: the write is recorded now, as its visit would have recorded it,
- * so that its state word no longer says protected.
+ * A page written since it was protected for its hash, or in a THP written
+ * since, left for a later batch: the write is recorded now, as its visit
+ * would have recorded it, so that its state word no longer says clean.
  */
 void sp_unvisited(struct sp_slot *slot, unsigned long addr, unsigned int how)
 {
 	unsigned long vpn = addr >> PAGE_SHIFT;
+	unsigned long st;
 	void *entry;
 
 	lockdep_assert_held(&sp_mutex);
-	if (!(how & SP_FOUND_UNSURE))
+	if (!(how & (SP_FOUND_UNSURE | SP_FOUND_COARSE)))
 		return;
 	entry = xa_load(&slot->pages, vpn);
-	if (xa_is_value(entry))
-		sp_set_state(slot, vpn, sp_st_written(xa_to_value(entry),
-						      how & SP_FOUND_SOFT));
+	if (!xa_is_value(entry))
+		return;
+	st = xa_to_value(entry);
+	st = how & SP_FOUND_UNSURE ? sp_st_written(st, how & SP_FOUND_SOFT) :
+				     sp_st_set_wp(st, false);
+	if (st != xa_to_value(entry))
+		sp_set_state(slot, vpn, st);
 }
 
 #ifdef CONFIG_KSM_VISIT_KUNIT_TEST

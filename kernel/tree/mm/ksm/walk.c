@@ -96,6 +96,31 @@
  * falls on ksmd, which runs at nice 5, rather than on the application
  * the host exists for.
  */
+
+/**
+ * DOC: Clean huge pages
+ *
+ * A PMD-mapped THP is found a walk at a time, its subpages sharing one
+ * reference and one hold of the PMD's lock, and it is cleaned as a
+ * whole: in a watched mm (DOC: Clean pages) the walk that starts at its
+ * first subpage clears the PMD's dirty bit and the folio's, leaving it
+ * writable, when either is set. A store anywhere in the 2 MiB sets the
+ * bit again, so one clean PMD vouches for all 512 subpages: a subpage
+ * whose hash was taken clean is not read while its PMD stays clean.
+ *
+ * The PMD cannot say which subpage was written, so cleaning a dirty PMD
+ * vouches for none of the hashes taken before: ksmd remembers the THP it
+ * cleaned (sp_cursor.thp_cleaned) and reads each of its subpages at
+ * their visits in that pass, as SP_FOUND_COARSE, which also takes the
+ * trust from a subpage that smart scan skips; those read while the PMD
+ * stays clean are trusted after. Only ksmd cleans a PMD, and only from a
+ * THP's first subpage, so every cleaning is followed by that pass's
+ * visits of all its subpages; a merge on request reads them all. A THP
+ * split after it was cleaned has its PTEs clean, and its subpages are
+ * read in that pass the same way. A protected mm (with a secondary MMU)
+ * reads the subpages of its THPs at every visit: write-protecting a PMD
+ * would cost its writer a fault for 512 pages.
+ */
 #include <linux/hugetlb.h>
 #include <linux/mm.h>
 #include <linux/mm_inline.h>
@@ -192,22 +217,84 @@ static u8 sp_clean_state(struct xa_state *xas, pte_t pte, unsigned long addr,
 }
 
 /*
- * Take @page; 1 (which ends the walk) once @f is full. A page of a large
- * folio is taken alone, and ends the walk: splitting the folio, which its
- * merging needs, fails while ksmd holds more than one reference to it.
+ * Take @page; 1 (which ends the walk) once @f is full. The pages of a
+ * large folio share one reference, taken with the first of them (@f->large),
+ * and have the walk to themselves: splitting the folio, which merging one
+ * of them needs, fails while ksmd holds more than one reference to it.
  */
 static int sp_found_add(struct sp_found *f, struct page *page,
-			unsigned long addr, u8 how)
+			unsigned long addr, u16 how)
 {
 	struct folio *folio = page_folio(page);
+	bool large = folio_test_large(folio);
 
-	if (folio_test_large(folio) && f->nr)
+	if (f->nr && (large ? folio != f->large : !!f->large))
 		return 1;
-	folio_get(folio);
+	if (!large || !f->large)
+		folio_get(folio);
+	if (large)
+		f->large = folio;
 	f->page[f->nr] = page;
 	f->addr[f->nr] = addr;
 	f->how[f->nr] = how;
-	return ++f->nr == f->max || folio_test_large(folio);
+	return ++f->nr == f->max;
+}
+
+/**
+ * sp_found_put - let go of the @i-th page found, once visited
+ * @f: the pages found
+ * @i: which
+ *
+ * The pages of @f->large keep their shared reference until the last of
+ * them is let go (sp_found_trim()) or one is split (sp_found_split()).
+ */
+void sp_found_put(struct sp_found *f, unsigned int i)
+{
+	if (f->page[i] && !f->large)
+		put_page(f->page[i]);
+	f->page[i] = NULL;
+}
+
+/**
+ * sp_found_split - whether visiting the @i-th page split its large folio
+ * @f: the pages found
+ * @i: the page just visited
+ *
+ * Only a split that ksmd made can succeed while it holds a reference to
+ * the folio, and ksmd splits only the folio of the page it visits, which
+ * keeps that reference (split_huge_page()). If @f->large was split, the
+ * reference is let go here, with the @i-th page, and the pages after it
+ * are no longer held: @f ends at the @i-th.
+ *
+ * Return: the address of the first page dropped, for a later walk to
+ * find again, or 0.
+ */
+unsigned long sp_found_split(struct sp_found *f, unsigned int i)
+{
+	unsigned long next = i + 1 < f->nr ? f->addr[i + 1] : 0;
+
+	if (!f->large || folio_test_large(f->large))
+		return 0;
+	put_page(f->page[i]);
+	f->large = NULL;
+	f->page[i] = NULL;
+	f->nr = i + 1;
+	return next;
+}
+
+/**
+ * sp_found_trim - let go of the pages found from the @i-th on
+ * @f: the pages found
+ * @i: the first page to let go: a later walk finds it again
+ */
+void sp_found_trim(struct sp_found *f, unsigned int i)
+{
+	while (f->nr > i)
+		sp_found_put(f, --f->nr);
+	if (!f->nr && f->large) {
+		folio_put(f->large);
+		f->large = NULL;
+	}
 }
 
 /*
@@ -220,7 +307,7 @@ static int sp_found_add(struct sp_found *f, struct page *page,
  * migration). Migration and compaction give up on a page with a reference
  * they cannot account for.
  */
-static int sp_found_nopage(struct sp_found *f, unsigned long addr, u8 how)
+static int sp_found_nopage(struct sp_found *f, unsigned long addr, u16 how)
 {
 	f->page[f->nr] = NULL;
 	f->addr[f->nr] = addr;
@@ -407,22 +494,175 @@ static void sp_protect_table(struct mm_walk *walk, pmd_t *pmdp,
 		f->how[i] &= ~SP_FOUND_WANT;
 }
 
-static int sp_pmd_huge(pmd_t *pmdp, unsigned long addr, struct mm_walk *walk)
+/* Did this pass clean the dirty PMD of the THP at @haddr (walk @f)? */
+static bool sp_thp_cleaned(const struct sp_found *f, unsigned long haddr)
+{
+	return f->thp_cleaned && *f->thp_cleaned == (haddr | 1);
+}
+
+#ifdef CONFIG_TRANSPARENT_HUGEPAGE
+/*
+ * Whether PMD @pmd of THP @folio vouches that no subpage was written
+ * since it was cleaned: as a PTE does (sp_clean_state()), the folio
+ * referenced by its mappings only.
+ */
+static bool sp_pmd_clean(pmd_t pmd, struct folio *folio)
+{
+	return !pmd_dirty(pmd) &&
+	       (!pmd_write(pmd) ||
+		(!folio_test_dirty(folio) && sp_folio_watchable(folio, 0)));
+}
+
+/*
+ * Clean the PMD at @pmdp, THP @folio at @haddr of @vma, which the walk
+ * holds one reference to, as sp_watch_pte() and sp_protect_pte() clean a
+ * PTE: a writable one stays writable, its dirtiness dropped with the
+ * folio's under the folio lock; a read-only one hands its dirtiness to
+ * the folio. The PMD is made invalid meanwhile, as change_huge_pmd()
+ * does, so that no store sets its dirty bit unseen, and the TLB flushed.
+ * True if it did.
+ */
+static bool sp_watch_pmd(struct vm_area_struct *vma, pmd_t *pmdp,
+			 unsigned long haddr, struct folio *folio)
+{
+	struct mmu_notifier_range range;
+	bool done = false, write;
+	spinlock_t *ptl;	/* the PMD's lock */
+	pmd_t old;
+
+	if (!folio_trylock(folio))
+		return false;
+	mmu_notifier_range_init(&range, MMU_NOTIFY_PROTECTION_PAGE, 0,
+				vma->vm_mm, haddr, haddr + HPAGE_PMD_SIZE);
+	mmu_notifier_invalidate_range_start(&range);
+	ptl = pmd_lock(vma->vm_mm, pmdp);
+	old = pmdp_get(pmdp);
+	if (!pmd_present(old) || !pmd_trans_huge(old) ||
+	    pmd_folio(old) != folio)
+		goto unlock;
+	write = pmd_write(old);
+	if (write && (folio_test_swapcache(folio) ||
+		      !sp_folio_watchable(folio, 1)))
+		goto unlock;
+	old = pmdp_invalidate_ad(vma, haddr, pmdp);
+	if (write)
+		folio_clear_dirty(folio);
+	else if (pmd_dirty(old))
+		folio_mark_dirty(folio);
+	set_pmd_at(vma->vm_mm, haddr, pmdp, pmd_mkclean(old));
+	flush_pmd_tlb_range(vma, haddr, haddr + HPAGE_PMD_SIZE);
+	done = true;
+unlock:
+	spin_unlock(ptl);
+	mmu_notifier_invalidate_range_end(&range);
+	folio_unlock(folio);
+	return done;
+}
+#else
+static bool sp_pmd_clean(pmd_t pmd, struct folio *folio)
+{
+	return false;
+}
+
+static bool sp_watch_pmd(struct vm_area_struct *vma, pmd_t *pmdp,
+			 unsigned long haddr, struct folio *folio)
+{
+	return false;
+}
+#endif
+
+/*
+ * What the walk knows of the subpage at @addr of a THP whose PMD is
+ * clean (@clean) or not, @xas for its entry (DOC: Clean huge pages).
+ */
+static u16 sp_huge_state(struct sp_found *f, struct xa_state *xas,
+			 unsigned long addr, bool clean)
+{
+	unsigned long vpn = addr >> PAGE_SHIFT;
+	void *e;
+
+	if (sp_thp_cleaned(f, addr & PMD_MASK))
+		return SP_FOUND_SOFT | SP_FOUND_COARSE | (clean ? SP_FOUND_WP : 0);
+	if (!clean)
+		return SP_FOUND_SOFT | SP_FOUND_COARSE;
+	e = sp_entry_at(xas, vpn);
+	if (!xa_is_value(e) || !sp_st_wp(xa_to_value(e)) ||
+	    !((vpn + sp_stats.full_scans) % SP_RECHECK))
+		return SP_FOUND_SOFT | SP_FOUND_WP;
+	return SP_FOUND_SOFT | SP_FOUND_CLEAN;
+}
+
+/*
+ * May the walk @f clean the subpages of the THPs of @walk's VMA? Only
+ * ksmd's walk of a watched mm whose VMA it may trust, unless
+ * protect_after_scans=0.
+ */
+static bool sp_huge_watch(struct sp_found *f, struct mm_walk *walk)
+{
+	return f->thp_cleaned && sp_vma_clean_skip(walk->vma) &&
+	       sp_dirty_tracks(walk->mm) && READ_ONCE(sp_protect_after);
+}
+
+/*
+ * Take the subpages of the PMD-mapped THP @folio from @addr to @end, PMD
+ * lock held; *@clean_now: the walk starts at its first subpage and its
+ * PMD is to be cleaned.
+ */
+static int sp_found_huge(struct sp_found *f, struct mm_walk *walk,
+			 pmd_t pmd, struct folio *folio, unsigned long addr,
+			 unsigned long end, bool *clean_now)
+{
+	unsigned long haddr = addr & PMD_MASK;
+	XA_STATE(xas, &f->slot->pages, 0);
+	bool watch = sp_huge_watch(f, walk);
+	bool clean = watch && sp_pmd_clean(pmd, folio);
+	struct page *page;
+	int ret = 0;
+
+	*clean_now = watch && !clean && addr == haddr;
+	rcu_read_lock();
+	for (; addr < end && !ret; addr += PAGE_SIZE) {
+		page = folio_page(folio, (addr - haddr) >> PAGE_SHIFT);
+		ret = sp_found_add(f, page, addr, watch ?
+				   sp_huge_state(f, &xas, addr, clean) : 0);
+	}
+	rcu_read_unlock();
+	return ret;
+}
+
+/*
+ * The subpages of a PMD-mapped THP, from @addr to @end; -EAGAIN if the
+ * PMD was split meanwhile.
+ */
+static int sp_pmd_huge(pmd_t *pmdp, unsigned long addr, unsigned long end,
+		       struct mm_walk *walk)
 {
 	spinlock_t *ptl = pmd_lock(walk->mm, pmdp);	/* the PMD's lock */
 	pmd_t pmd = pmdp_get(pmdp);
+	struct sp_found *f = walk->private;
+	unsigned int from = f->nr, i;
+	struct folio *folio = NULL;
+	bool clean_now = false;
 	struct page *page;
 	int ret = -EAGAIN;	/* split meanwhile: look at the PTEs */
 
 	if (pmd_present(pmd) && pmd_trans_huge(pmd)) {
 		ret = 0;
 		page = vm_normal_page_pmd(walk->vma, addr & PMD_MASK, pmd);
-		if (page && sp_scannable(page))
-			ret = sp_found_add(walk->private,
-					   page + ((addr & ~PMD_MASK) >> PAGE_SHIFT),
-					   addr, 0);
+		if (page && sp_scannable(page)) {
+			folio = page_folio(page);
+			ret = sp_found_huge(f, walk, pmd, folio, addr, end,
+					    &clean_now);
+		}
 	}
 	spin_unlock(ptl);
+	if (!clean_now || f->nr == from ||
+	    !sp_watch_pmd(walk->vma, pmdp, addr & PMD_MASK, folio))
+		return ret;
+	*f->thp_cleaned = (addr & PMD_MASK) | 1;
+	for (i = from; i < f->nr; i++)
+		f->how[i] = SP_FOUND_SOFT | SP_FOUND_COARSE |
+			    (sp_unpinned(f->page[i]) ? SP_FOUND_WP : 0);
 	return ret;
 }
 
@@ -439,13 +679,14 @@ static int sp_pmd_entry(pmd_t *pmdp, unsigned long addr, unsigned long end,
 	XA_STATE(xas, &f->slot->pages, 0);
 	bool skip = sp_vma_clean_skip(walk->vma);
 	bool watch = sp_dirty_tracks(walk->mm);
+	bool thp_cleaned = sp_thp_cleaned(f, addr & PMD_MASK);
 	int ret = 0;
-	u8 how;
+	u16 how;
 
 	if (!pmd_present(pmd))
 		return 0;
 	if (pmd_trans_huge(pmd)) {
-		ret = sp_pmd_huge(pmdp, addr, walk);
+		ret = sp_pmd_huge(pmdp, addr, end, walk);
 		if (ret != -EAGAIN)
 			return ret;
 		ret = 0;
@@ -474,6 +715,9 @@ static int sp_pmd_entry(pmd_t *pmdp, unsigned long addr, unsigned long end,
 		how = !skip || folio_test_large(folio) ||
 		      folio_test_ksm(folio) ? 0 :
 		      sp_clean_state(&xas, pte, addr, folio, watch);
+		if (thp_cleaned && (how & (SP_FOUND_CLEAN | SP_FOUND_WP)))
+			how = (how & ~SP_FOUND_CLEAN) | SP_FOUND_WP |
+			      SP_FOUND_COARSE;
 		ret = sp_found_add(f, page, addr, how);
 	}
 	rcu_read_unlock();
