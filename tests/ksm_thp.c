@@ -147,7 +147,10 @@ enum kind {
 	WITHIN,		/* [0, 256): 16 contents 16 times; rest unique */
 	HALF_X,		/* [0, 128): as HALF_Y's; rest unique */
 	HALF_Y,		/* [0, 128): (seed, i); rest unique */
+	FEW,		/* [0, FEW_DUPS): (seed, i); rest unique */
 };
+
+#define FEW_DUPS 16
 
 static void content_of(enum kind kind, unsigned int seed, int i,
 		       unsigned int *s, size_t *n)
@@ -168,6 +171,10 @@ static void content_of(enum kind kind, unsigned int seed, int i,
 	case HALF_Y:
 		if (i >= 128)
 			*s = seed + 2;
+		break;
+	case FEW:
+		if (i >= FEW_DUPS)
+			*s = seed + 3;
 		break;
 	}
 }
@@ -501,7 +508,9 @@ static bool shared_is(void *arg)
  * subpages (DOC: Clean huge pages in walk.c), and merge the two within
  * a few passes: fewer than the one in SP_RECHECK at which it would read
  * a subpage it trusted anyway. Smart scan is off: it would make the wait
- * depend on the subpage's age, on stock as on ours.
+ * depend on the subpage's age, on stock as on ours. samepage's
+ * thp_split_min is 1 (mainline's choice: split at the first match); at
+ * its default a THP with one match stays whole.
  */
 static void test_change_seen(void)
 {
@@ -512,6 +521,8 @@ static void test_change_seen(void)
 
 	CHECK(ksm_reset() == 0, "reset");
 	CHECK(ksm_write("smart_scan", 0) == 0, "smart_scan=0");
+	if (ksm_read("thp_split_min") >= 0)
+		CHECK(ksm_write("thp_split_min", 1) == 0, "thp_split_min=1");
 	p = thp_area(HALF_Y, seed, "thp_change_seen");
 	if (!p)
 		return;
@@ -531,7 +542,93 @@ static void test_change_seen(void)
 	munmap(q, page_size);
 	munmap(p, HPAGE);
 	ksm_write("smart_scan", 1);
+	if (ksm_read("thp_split_min") >= 0)
+		ksm_write("thp_split_min", 64);
 	ktap_result(checks_passed(), "thp_change_seen");
+}
+
+/*
+ * samepage only (stock splits a THP at its first match): a THP of which
+ * FEW_DUPS subpages have equal small pages elsewhere stays whole and
+ * unmerged with thp_split_min at 64, counted in huge_pages_kept; with
+ * thp_split_min at FEW_DUPS it is split (huge_pages_split) and they
+ * merge. The content is checked throughout.
+ */
+static void test_split_min(void)
+{
+	const unsigned int seed = 0x7a51;
+	struct shared_want merged = { FEW_DUPS, FEW_DUPS };
+	long split;
+	char *p, *q;
+
+	if (ksm_read("thp_split_min") < 0) {
+		ktap_skip_named("thp_split_only_when_it_pays",
+				"mainline splits at the first match");
+		return;
+	}
+	CHECK(ksm_reset() == 0, "reset");
+	CHECK(ksm_read("thp_split_min") == 64, "thp_split_min %ld",
+	      ksm_read("thp_split_min"));
+	p = thp_area(FEW, seed, "thp_split_only_when_it_pays");
+	if (!p)
+		return;
+	q = map_pages(FEW_DUPS);
+	for (int i = 0; i < FEW_DUPS; i++)
+		fill_pattern(q + i * page_size, seed, i);
+	split = ksm_read("huge_pages_split");
+	CHECK(merge_pages(p, SUB) == 0 && merge_pages(q, FEW_DUPS) == 0,
+	      "madvise");
+	CHECK(ksm_wait_scans(6), "scans");
+	ktap_diag("thp_split_min 64: shared %ld sharing %ld kept %ld split %ld, AnonHugePages %ld kB",
+		  ksm_read("pages_shared"), ksm_read("pages_sharing"),
+		  ksm_read("huge_pages_kept"),
+		  ksm_read("huge_pages_split") - split, thp_kb(p));
+	CHECK(thp_kb(p) == (long)(HPAGE >> 10), "THP kept: %ld kB", thp_kb(p));
+	CHECK(ksm_read("pages_sharing") == 0, "nothing merged");
+	CHECK(ksm_read("huge_pages_kept") == 1, "huge_pages_kept %ld",
+	      ksm_read("huge_pages_kept"));
+	CHECK(ksm_read("huge_pages_split") == split, "huge_pages_split moved");
+	CHECK(area_wrong(p, FEW, seed, -1) == 0, "content of the THP");
+
+	CHECK(ksm_write("thp_split_min", FEW_DUPS) == 0, "thp_split_min=%d",
+	      FEW_DUPS);
+	CHECK(ksm_wait_until(shared_is, &merged, 8), "not merged: %ld %ld",
+	      ksm_read("pages_shared"), ksm_read("pages_sharing"));
+	CHECK(thp_kb(p) == 0, "THP split: %ld kB", thp_kb(p));
+	CHECK(ksm_read("huge_pages_split") == split + 1,
+	      "huge_pages_split +%ld", ksm_read("huge_pages_split") - split);
+	CHECK(area_wrong(p, FEW, seed, -1) == 0, "content after merging");
+	for (int i = 0; i < FEW_DUPS; i++)
+		CHECK(holds_pattern(q + i * page_size, seed, i), "small page %d", i);
+	fill_pattern(p, seed + 9, 0);
+	CHECK(holds_pattern(p, seed + 9, 0) && holds_pattern(q, seed, 0) &&
+	      area_wrong(p, FEW, seed, 0) == 0, "content after cow");
+	munmap(q, FEW_DUPS * page_size);
+	munmap(p, HPAGE);
+	ksm_write("thp_split_min", 64);
+	ktap_result(checks_passed(), "thp_split_only_when_it_pays");
+}
+
+/* samepage only: thp_split_min takes 1 to 512, and nothing else. */
+static void test_split_min_input(void)
+{
+	static const char *const bad[] = { "0", "513", "-1", "abc", "\n" };
+
+	if (ksm_read("thp_split_min") < 0) {
+		ktap_skip_named("thp_split_min_rejects_bad_input",
+				"no thp_split_min");
+		return;
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
+		CHECK(ksm_write_str("thp_split_min", bad[i]) == -EINVAL &&
+		      ksm_read("thp_split_min") == 64,
+		      "thp_split_min \"%s\" refused, unchanged", bad[i]);
+	CHECK(ksm_write("thp_split_min", 1) == 0 &&
+	      ksm_read("thp_split_min") == 1, "thp_split_min=1");
+	CHECK(ksm_write("thp_split_min", 512) == 0 &&
+	      ksm_read("thp_split_min") == 512, "thp_split_min=512");
+	ksm_write("thp_split_min", 64);
+	ktap_result(checks_passed(), "thp_split_min_rejects_bad_input");
 }
 
 int main(void)
@@ -539,7 +636,8 @@ int main(void)
 	static const char *const names[] = {
 		"thp_split_merge_within", "madv_collapse_within",
 		"thp_split_merge_across", "madv_collapse_across", "khugepaged",
-		"thp_change_seen",
+		"thp_change_seen", "thp_split_only_when_it_pays",
+		"thp_split_min_rejects_bad_input",
 	};
 	time_t started = time(NULL);
 
@@ -566,6 +664,11 @@ int main(void)
 		test_change_seen();
 	else
 		ktap_skip_named("thp_change_seen", "no THP");
+	if (thp_ok)
+		test_split_min();
+	else
+		ktap_skip_named("thp_split_only_when_it_pays", "no THP");
+	test_split_min_input();
 	ktap_diag("%ld s", (long)(time(NULL) - started));
 	return ktap_finish();
 }

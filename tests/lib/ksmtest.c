@@ -236,8 +236,8 @@ static const char *const settings[] = {
 	"advisor_mode", "advisor_max_cpu", "advisor_min_pages_to_scan",
 	"advisor_max_pages_to_scan", "advisor_target_scan_time",
 	"merge_across_nodes", "max_page_sharing", "merge_domain",
-	"use_fresh_pages", "protect_after_scans", "use_zero_pages",
-	"merge_all",
+	"use_fresh_pages", "protect_after_scans", "thp_split_min",
+	"use_zero_pages", "merge_all",
 	"smart_scan", "stable_node_chains_prune_millisecs",
 	"sleep_millisecs", "pages_to_scan", "run",
 };
@@ -299,6 +299,8 @@ static const struct {
 	{ "use_fresh_pages", "0", true },
 	/* samepage's write protection of pages that hold still: default. */
 	{ "protect_after_scans", "2", true },
+	/* samepage's huge pages split only when it pays: default. */
+	{ "thp_split_min", "64", true },
 	/* samepage's host-wide opt-in: off, as in mainline. */
 	{ "merge_all", "0", true },
 	{ "sleep_millisecs", "0", false },

@@ -30,6 +30,7 @@ bool sp_merge_across_nodes = true;
 bool sp_use_zero_pages;
 bool sp_smart_scan = true;
 unsigned int sp_protect_after = 2;
+unsigned int sp_thp_split_min = 64;
 unsigned int sp_chains_prune_ms = 2000;
 unsigned long sp_max_kernel_pages;
 

@@ -10,7 +10,7 @@
  * passes them (knode.c). Everything ksmd does is under sp_mutex.
  *
  * Layering (see samepage.h): calls into advisor.c, core.c, domain.c,
- * index.c, knode.c, merge.c, visit.c, walk.c.
+ * index.c, knode.c, merge.c, thp.c, visit.c, walk.c.
  */
 #include <linux/freezer.h>
 #include <linux/kthread.h>
@@ -64,6 +64,7 @@ static bool sp_pass_begin(void)
 static void sp_pass_end(void)
 {
 	sp_advisor_pass_end();
+	sp_thp_pass_end();
 	trace_ksm_stop_scan(sp_stats.full_scans, sp_stats.tracked);
 	sp_stats.full_scans++;
 }
@@ -314,6 +315,7 @@ int sp_unmerge_all(void)
 	sp_cur.slot = NULL;
 	spin_unlock(&sp_slots_lock);
 	sp_stable_for_each(&sp_stable, sp_release_orphan);
+	sp_thp_forget();
 	sp_stats.full_scans = 0;
 	return err;
 }

@@ -11,7 +11,7 @@
  * requested with FAULT_FLAG_UNSHARE. Both PTE changes of a merge reach
  * secondary MMUs through change_pte (set_pte_at_notify()) as well.
  *
- * Layering (see samepage.h): calls into index.c, rmap.c.
+ * Layering (see samepage.h): calls into core.c, index.c, rmap.c.
  */
 #include <linux/mm.h>
 #include <linux/highmem.h>
@@ -435,6 +435,7 @@ static struct folio *sp_lock_small(struct page *page)
 			folio_unlock(folio);
 			return NULL;
 		}
+		sp_stats.thp_split++;
 		folio = page_folio(page);
 	}
 	return folio;

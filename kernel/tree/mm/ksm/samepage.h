@@ -48,6 +48,7 @@
  *   folio: rmap walks, migration, swap-in, memory failure.
  * - index.c: the keyed page hash, the page compare, and both tables.
  * - advisor.c: the scan-time advisor, which retunes pages_to_scan.
+ * - thp.c: when a large folio is worth splitting to merge its pages.
  * - walk.c: finding the next pages to visit, a page table at a time.
  * - domain.c: merge domains, which decide which mms' pages may share.
  * - fresh.c: the pool of frames for new KSM pages (use_fresh_pages).
@@ -461,6 +462,7 @@ extern bool sp_merge_across_nodes;
 extern bool sp_use_zero_pages;
 extern bool sp_smart_scan;
 extern unsigned int sp_protect_after;
+extern unsigned int sp_thp_split_min;
 extern unsigned int sp_chains_prune_ms;
 extern unsigned long sp_max_kernel_pages;
 
@@ -505,6 +507,12 @@ static inline bool sp_protect_due(unsigned long st)
 	return after && !sp_st_wp(st) && sp_st_still(st) >= after;
 }
 
+/* thp.c: all under sp_mutex. Largest thp_split_min: every page of a THP. */
+#define SP_THP_SPLIT_MAX	512
+bool sp_thp_worth_split(struct folio *folio, bool match);
+void sp_thp_pass_end(void);
+void sp_thp_forget(void);
+
 /* advisor.c: the scan-time advisor and its tunables. */
 extern bool sp_advisor_on;
 extern unsigned int sp_advisor_max_cpu;
@@ -524,6 +532,9 @@ void sp_advisor_pass_end(void);
  * @scanned: pages visited, ever (pages_scanned)
  * @skipped: visits smart scan skipped (pages_skipped)
  * @full_scans: passes completed (full_scans)
+ * @thp_split: large folios split to merge their pages (huge_pages_split)
+ * @thp_kept: large folios with matches that the last pass kept whole
+ *	(huge_pages_kept)
  *
  * Written under sp_mutex; sysfs reads them without it.
  */
@@ -535,6 +546,8 @@ struct sp_stats {
 	unsigned long scanned;
 	unsigned long skipped;
 	unsigned long full_scans;
+	unsigned long thp_split;
+	unsigned long thp_kept;
 };
 
 extern struct sp_stats sp_stats;

@@ -76,6 +76,8 @@ SP_COUNTER(pages_sharing, READ_ONCE(sp_stats.sharing));
 SP_COUNTER(pages_unshared, READ_ONCE(sp_stats.unshared));
 SP_COUNTER(pages_skipped, READ_ONCE(sp_stats.skipped));
 SP_COUNTER(full_scans, READ_ONCE(sp_stats.full_scans));
+SP_COUNTER(huge_pages_split, READ_ONCE(sp_stats.thp_split));
+SP_COUNTER(huge_pages_kept, READ_ONCE(sp_stats.thp_kept));
 
 /*
  * KSM pages of one content beyond max_page_sharing (or on other NUMA
@@ -384,6 +386,25 @@ static ssize_t protect_after_scans_store(struct kobject *k,
 }
 SP_ATTR_RW(protect_after_scans);
 
+/* Matches in a pass that make a large folio worth splitting (thp.c). */
+static ssize_t thp_split_min_show(struct kobject *k, struct kobj_attribute *a,
+				  char *buf)
+{
+	return sysfs_emit(buf, "%u\n", READ_ONCE(sp_thp_split_min));
+}
+
+static ssize_t thp_split_min_store(struct kobject *k, struct kobj_attribute *a,
+				   const char *buf, size_t count)
+{
+	unsigned int v;
+
+	if (kstrtouint(buf, 10, &v) || !v || v > SP_THP_SPLIT_MAX)
+		return -EINVAL;
+	WRITE_ONCE(sp_thp_split_min, v);
+	return count;
+}
+SP_ATTR_RW(thp_split_min);
+
 static ssize_t stable_node_chains_prune_millisecs_show(struct kobject *k,
 						       struct kobj_attribute *a,
 						       char *buf)
@@ -533,6 +554,7 @@ static struct attribute *sp_attrs[] = {
 #endif
 	SP_A(stable_node_chains_prune_millisecs), SP_A(max_kernel_pages),
 	SP_A(merge_domain), SP_A(use_fresh_pages), SP_A(protect_after_scans),
+	SP_A(thp_split_min),
 	SP_A(advisor_mode), SP_A(advisor_max_cpu),
 	SP_A(advisor_min_pages_to_scan), SP_A(advisor_max_pages_to_scan),
 	SP_A(advisor_target_scan_time),
@@ -541,7 +563,8 @@ static struct attribute *sp_attrs[] = {
 	SP_A(pages_shared), SP_A(pages_sharing), SP_A(pages_unshared),
 	SP_A(pages_volatile), SP_A(ksm_zero_pages), SP_A(general_profit),
 	SP_A(stable_node_chains), SP_A(stable_node_dups),
-	SP_A(kernel_pages_allocated),
+	SP_A(kernel_pages_allocated), SP_A(huge_pages_split),
+	SP_A(huge_pages_kept),
 	NULL,
 };
 

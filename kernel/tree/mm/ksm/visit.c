@@ -18,7 +18,7 @@
  * merge.c.
  *
  * Layering (see samepage.h): calls into core.c, fresh.c, index.c, knode.c,
- * merge.c, rmap.c.
+ * merge.c, rmap.c, thp.c.
  */
 #include <linux/mm.h>
 #include <linux/pagewalk.h>
@@ -227,6 +227,23 @@ static struct page *sp_get_page_at(struct mm_struct *mm, unsigned long addr)
 	return page;
 }
 
+/* The page whose match the current visit counted; under sp_mutex. */
+static struct page *sp_counted;
+
+/*
+ * May @page, which has an equal page, be merged now? Not while its folio
+ * is large and not yet worth splitting (thp.c, DOC: Splitting huge
+ * pages). A visit counts its page's match once, however many equal
+ * pages it meets.
+ */
+static bool sp_may_merge(struct page *page)
+{
+	bool match = sp_counted != page;
+
+	sp_counted = page;
+	return sp_thp_worth_split(page_folio(page), match);
+}
+
 /*
  * An all-zero page becomes the zero page of its address, when so
  * configured: tried only for a page whose hash is the zero page's, and
@@ -242,7 +259,8 @@ static bool sp_try_zero(struct sp_slot *slot, unsigned long addr,
 	struct vm_area_struct *vma;
 	int err = 0;
 
-	if (!READ_ONCE(sp_use_zero_pages) || hash != (sp_zero_hash & SP_HASH_MASK))
+	if (!READ_ONCE(sp_use_zero_pages) ||
+	    hash != (sp_zero_hash & SP_HASH_MASK) || !sp_may_merge(page))
 		return false;
 	mmap_read_lock(slot->mm);
 	vma = sp_mergeable_vma(slot->mm, addr);
@@ -327,6 +345,8 @@ static bool sp_try_stable(struct sp_slot *slot, unsigned long addr,
 	do {
 		head = sp_stable_find(&sp_stable, key, slot->dom, page);
 		sp_knode_reap();
+		if (head && !sp_may_merge(page))
+			return false;
 		node = head ? sp_chain_pick(head, nid) : NULL;
 		if (!node)
 			return false;
@@ -474,7 +494,7 @@ static enum sp_pair sp_pair_with(struct sp_slot *slot, unsigned long addr,
 		ret = SP_PAIR_GONE;
 		goto out;
 	}
-	if (!sp_st_hash_is(st, hash))
+	if (!sp_st_hash_is(st, hash) || !sp_may_merge(page))
 		goto out;
 	tpage = sp_get_page_at(tmm, tvpn << PAGE_SHIFT);
 	if (!tpage) {
@@ -488,10 +508,15 @@ static enum sp_pair sp_pair_with(struct sp_slot *slot, unsigned long addr,
 		 */
 		put_page(tpage);
 		if (tpage != page && trylock_page(page)) {
-			if (PageTransCompound(page))
-				split_huge_page(page);
+			if (PageTransCompound(page) && !split_huge_page(page))
+				sp_stats.thp_split++;
 			unlock_page(page);
 		}
+		goto out;
+	}
+	/* A candidate in a folio not worth splitting yet counts a match. */
+	if (!sp_thp_worth_split(page_folio(tpage), true)) {
+		put_page(tpage);
 		goto out;
 	}
 	if ((READ_ONCE(sp_merge_across_nodes) ||
@@ -610,6 +635,7 @@ bool sp_visit(struct sp_slot *slot, unsigned long addr, struct page *page,
 	u64 hash;
 
 	lockdep_assert_held(&sp_mutex);
+	sp_counted = NULL;
 	if (entry && !xa_is_value(entry)) {
 		if (folio_test_ksm(folio) && sp_folio_node(folio) == entry)
 			return true;

@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * KSM and large folios: splitting one only when enough of its pages have
+ * equal pages elsewhere.
+ *
+ * Layering (see samepage.h): calls into core.c.
+ */
+
+/**
+ * DOC: Splitting huge pages
+ *
+ * Merging a page of a large folio needs the folio split first, and a
+ * split THP costs its workload the huge mapping for good: more TLB
+ * misses, and khugepaged's work to collapse it again. Mainline splits a
+ * THP as soon as one of its 512 pages has an equal page, which is why
+ * hosts that run THP ``always`` turn KSM off. Here a large folio is split
+ * only once thp_split_min of its pages (64 by default; 1 is mainline's
+ * choice) were found to have an equal page in one pass: a KSM page, a
+ * candidate, another of its own pages, or the zero page where
+ * use_zero_pages merges into it. Until then its pages are hashed and
+ * become candidates as any other, but none is merged, and a page that
+ * would pair with one of them is refused.
+ *
+ * Such matches are counted by folio, from the folio's own visits and
+ * from the visits of the pages it refused: a folio visited before its
+ * equals in a pass gets their counts, and is split at its next visit.
+ * A folio may be split once the matches of this pass or of the last one
+ * reach the setting. The counts are kept in two xarrays by the folio's
+ * pfn, this pass's and the last one's; when a pass ends the older one
+ * is emptied, which costs what counting in it did. A pfn freed and
+ * reused for another folio may lend it a pass's count: one split too
+ * early, never content lost.
+ *
+ * huge_pages_split counts the large folios ksmd split to merge their
+ * pages; huge_pages_kept the large folios that had matches in the last
+ * pass and stayed whole.
+ *
+ * All of it runs under sp_mutex.
+ */
+#include <linux/mm.h>
+#include <linux/xarray.h>
+
+#include "samepage.h"
+
+/* Matches by folio pfn: this pass's, and the last one's. */
+static DEFINE_XARRAY(sp_thp_counts_a);
+static DEFINE_XARRAY(sp_thp_counts_b);
+static struct xarray *sp_thp_now = &sp_thp_counts_a;
+static struct xarray *sp_thp_last = &sp_thp_counts_b;
+
+static unsigned long sp_thp_count(struct xarray *xa, unsigned long pfn)
+{
+	void *e = xa_load(xa, pfn);
+
+	return xa_is_value(e) ? xa_to_value(e) : 0;
+}
+
+/**
+ * sp_thp_worth_split - may a large folio be split to merge its pages?
+ * @folio: the folio
+ * @match: count one more of its pages with an equal page first
+ *
+ * A count that finds no memory for its entry is lost: that only delays
+ * the split.
+ *
+ * Return: true for a small folio, or once the folio's matches in this
+ * pass or the last reached thp_split_min.
+ */
+bool sp_thp_worth_split(struct folio *folio, bool match)
+{
+	unsigned int min = READ_ONCE(sp_thp_split_min);
+	unsigned long pfn = folio_pfn(folio), n;
+
+	lockdep_assert_held(&sp_mutex);
+	if (!folio_test_large(folio) || min <= 1)
+		return true;
+	n = sp_thp_count(sp_thp_now, pfn);
+	if (match && n < ULONG_MAX >> 1)
+		xa_store(sp_thp_now, pfn, xa_mk_value(++n), GFP_KERNEL);
+	return n >= min || sp_thp_count(sp_thp_last, pfn) >= min;
+}
+
+/**
+ * sp_thp_pass_end - a pass ended: its counts become the last pass's
+ *
+ * Counts the folios with matches kept whole (huge_pages_kept), and
+ * empties the counts of the pass before.
+ */
+void sp_thp_pass_end(void)
+{
+	unsigned int min = READ_ONCE(sp_thp_split_min);
+	unsigned long pfn, kept = 0;
+	struct xarray *old = sp_thp_last;
+	void *e;
+
+	lockdep_assert_held(&sp_mutex);
+	xa_for_each(sp_thp_now, pfn, e) {
+		kept += xa_to_value(e) < min;
+		cond_resched();
+	}
+	sp_stats.thp_kept = kept;
+	xa_destroy(old);
+	sp_thp_last = sp_thp_now;
+	sp_thp_now = old;
+}
+
+/**
+ * sp_thp_forget - drop every count: run=2 unmerged everything
+ */
+void sp_thp_forget(void)
+{
+	lockdep_assert_held(&sp_mutex);
+	xa_destroy(sp_thp_now);
+	xa_destroy(sp_thp_last);
+	sp_stats.thp_kept = 0;
+}
+
+#ifdef CONFIG_KSM_VISIT_KUNIT_TEST
+#include "tests/thp-kunit.h"
+#endif
