@@ -29,7 +29,14 @@
  *             as unique at 64k, and unique_64k_thp_huge the share of the
  *             memory still in huge pages after; clones_thp the clones'
  *             merge time and ksmd CPU, and clones_thp_huge_{before,after}
- *             the share in huge pages before and after it.
+ *             the share in huge pages before and after it; thp_vmlike,
+ *             VM_KIDS "VMs" of VM_PAGES pages whose first half of huge
+ *             pages is the same in all and the rest unique but for VM_FEW
+ *             subpages each: after VM_SCANS full scans, the memory saved,
+ *             the share still huge, huge pages split per page merged and
+ *             ksmd's CPU; thp_changing, the clones on huge pages with each
+ *             child changing CHANGE_SUB subpages of every huge page all
+ *             along: pages merged 2 and 8 guest seconds after run=1.
  *   request   REQ_KIDS processes load one image of REQ_PAGES pages (16 MiB)
  *             and it is merged two ways. By ksmd, at the bench's settings:
  *             request_ksmd_cpu, its CPU per page saved (pages_sharing) to
@@ -107,6 +114,12 @@
 #define WRITER_SWEEPS	6
 #define REQ_KIDS	16
 #define REQ_PAGES	4096		/* 16 MiB per process */
+#define VM_KIDS		4
+#define VM_PAGES	8192		/* 16 huge pages per "VM" */
+#define VM_SUB		512		/* subpages of a huge page */
+#define VM_FEW		8		/* shared subpages of a "few" THP */
+#define VM_SCANS	12		/* full scans the VM-like row runs */
+#define CHANGE_SUB	32		/* subpages each THP's writer changes */
 #ifndef MADV_MERGE
 #define MADV_MERGE	26		/* samepage's merge on request */
 #endif
@@ -114,7 +127,7 @@
 #define SERIES_STEP	0.1		/* seconds between series samples */
 #define WAIT_LIMIT	900.0		/* guest seconds, any single wait */
 
-enum fill { FILL_CLONE, FILL_UNIQUE, FILL_VOLATILE };
+enum fill { FILL_CLONE, FILL_UNIQUE, FILL_VOLATILE, FILL_VMLIKE };
 
 struct job {
 	size_t pages;
@@ -360,6 +373,24 @@ static void fill_unique(char *mem, size_t pages, unsigned int seed,
 	}
 }
 
+/*
+ * VM-like memory for "VM" @i: the first half of its huge pages the same in
+ * every VM (a guest kernel, a shared page cache), the second half unique
+ * but for VM_FEW subpages each.
+ */
+static void fill_vmlike(char *mem, size_t pages, int i)
+{
+	size_t half = pages / VM_SUB / 2;
+
+	for (size_t p = 0; p < pages; p++) {
+		bool same = p / VM_SUB < half || p % VM_SUB < VM_FEW;
+
+		fill_unique(mem + p * page_size, 1, same ? 1 : 100 + i, 1);
+		/* fill_unique() numbers from 0: tell the pages apart. */
+		*(uint64_t *)(mem + p * page_size) ^= p;
+	}
+}
+
 static void fill(const struct job *job, char *mem, int i)
 {
 	switch (job->fill) {
@@ -372,6 +403,28 @@ static void fill(const struct job *job, char *mem, int i)
 	case FILL_VOLATILE:
 		memset(mem, 0x5a, job->pages * page_size);
 		break;
+	case FILL_VMLIKE:
+		fill_vmlike(mem, job->pages, i);
+		break;
+	}
+}
+
+/*
+ * Until a command arrives, change the first CHANGE_SUB subpages of each
+ * huge page every 5 ms, each child its own way (@i).
+ */
+static void write_thp_heads(char *mem, size_t pages, int i, int cmd_fd)
+{
+	struct pollfd pfd = { .fd = cmd_fd, .events = POLLIN };
+	uint64_t round = 0;
+
+	while (!poll(&pfd, 1, 0)) {
+		round++;
+		for (size_t p = 0; p < pages; p++)
+			if (p % VM_SUB < CHANGE_SUB)
+				*(volatile uint64_t *)(mem + p * page_size + 16) =
+					round * 64 + i;
+		usleep(5000);
 	}
 }
 
@@ -476,6 +529,11 @@ static int kid_main(void *arg, int i, int cmd_fd, int reply_fd)
 			t = madvise_timed(mem, job->pages, MADV_MERGEABLE);
 			reply(reply_fd, t < 0 ? 'e' : 'k', t);
 			write_volatile(mem, job->pages, cmd_fd);
+			break;
+		case 'c':
+			t = madvise_timed(mem, job->pages, MADV_MERGEABLE);
+			reply(reply_fd, t < 0 ? 'e' : 'k', t);
+			write_thp_heads(mem, job->pages, i, cmd_fd);
 			break;
 		case 'w':
 			reply(reply_fd, 'k', write_each_page(mem, job->pages));
@@ -667,6 +725,88 @@ static void bench_clones_thp(void)
 	if (clones_merge(&k, "clones_thp") >= 0)
 		metric("clones_thp_huge_after",
 		       huge_share(CLONE_KIDS * CLONE_PAGES), "share");
+	stop_kids(&k);
+	ksm_write("run", 2);
+}
+
+/*
+ * VM-like memory on huge pages (fill_vmlike()): after VM_SCANS full scans,
+ * the memory saved, the share still in huge pages, the huge pages split
+ * per page merged, and ksmd's CPU. Stock splits every huge page with a
+ * duplicate; samepage only those with thp_split_min of them.
+ */
+static void bench_thp_vmlike(void)
+{
+	struct job job = { VM_PAGES, FILL_VMLIKE, true };
+	struct sample a, b;
+	long split, sharing;
+	struct kids k;
+
+	printf("# thp_vmlike: %d processes x %d pages, huge\n", VM_KIDS,
+	       VM_PAGES);
+	if (!reset() || !start_kids(&k, VM_KIDS, &job))
+		return;
+	if (huge_share(VM_KIDS * VM_PAGES) < 0.5)
+		fail("thp_vmlike: %.2f of the memory in huge pages",
+		     huge_share(VM_KIDS * VM_PAGES));
+	ksm_write("run", 0);
+	if (!call_all(&k, 'm')) {
+		fail("thp_vmlike: madvise failed");
+		goto out;
+	}
+	split = vmstat("thp_split_page");
+	sample(&a);
+	ksm_write("run", 1);
+	if (!wait_scans_until(a.scans + VM_SCANS))
+		goto out;
+	sample(&b);
+	sharing = ksm_read("pages_sharing");
+	metric("thp_vmlike_saved", (double)sharing * page_size / (1 << 20),
+	       "MiB");
+	metric("thp_vmlike_huge_after", huge_share(VM_KIDS * VM_PAGES),
+	       "share");
+	metric("thp_vmlike_splits_per_merged",
+	       sharing ? (double)(vmstat("thp_split_page") - split) / sharing :
+			 0, "x");
+	metric("thp_vmlike_ksmd_cpu", cpu_seconds(&a, &b), "s");
+out:
+	stop_kids(&k);
+	ksm_write("run", 2);
+}
+
+/* pages_sharing once @seconds of guest time passed since @a. */
+static long sharing_at(const struct sample *a, double seconds)
+{
+	while (monotonic_seconds() - a->t < seconds)
+		usleep(10000);
+	return ksm_read("pages_sharing");
+}
+
+/*
+ * Changing memory on huge pages: the clones on huge pages, each child
+ * changing the first CHANGE_SUB subpages of every huge page all along;
+ * the pages merged 2 and 8 guest seconds after ksmd starts.
+ */
+static void bench_thp_changing(void)
+{
+	struct job job = { CLONE_PAGES, FILL_CLONE, true };
+	struct sample a;
+	struct kids k;
+
+	printf("# thp_changing: %d processes x %d pages, huge, changing\n",
+	       CLONE_KIDS, CLONE_PAGES);
+	if (!reset() || !start_kids(&k, CLONE_KIDS, &job))
+		return;
+	ksm_write("run", 0);
+	if (!call_all(&k, 'c')) {
+		fail("thp_changing: madvise failed");
+		goto out;
+	}
+	sample(&a);
+	ksm_write("run", 1);
+	metric("thp_changing_merged_2s", sharing_at(&a, 2), "pages");
+	metric("thp_changing_merged_8s", sharing_at(&a, 8), "pages");
+out:
 	stop_kids(&k);
 	ksm_write("run", 2);
 }
@@ -1206,6 +1346,8 @@ int main(void)
 		if (row("thp")) {
 			bench_unique(65536, "64k_thp", true);
 			bench_clones_thp();
+			bench_thp_vmlike();
+			bench_thp_changing();
 		}
 		if (row("request"))
 			bench_request();

@@ -45,7 +45,7 @@
 #include "ksmtest.h"
 
 #define SAMPLE		32	/* KSM pages moved in each many-VMA round */
-#define ROUNDS		3
+#define ROUNDS		5
 #define SCALE_MAX	3.0
 #define N		64	/* pages of the mremap tests: 32 equal pairs */
 #define SEED		0x4d00
