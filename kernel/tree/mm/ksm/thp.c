@@ -14,8 +14,9 @@
  * misses, and khugepaged's work to collapse it again. Mainline splits a
  * THP as soon as one of its 512 pages has an equal page, which is why
  * hosts that run THP ``always`` turn KSM off. Here a large folio is split
- * only once thp_split_min of its pages (64 by default; 1 is mainline's
- * choice) were found to have an equal page in one pass: a KSM page, a
+ * only once thp_split_min of its pages (64 by default, of 512; in
+ * proportion for a folio of another size; 1 is mainline's choice) were
+ * found to have an equal page in one pass: a KSM page, a
  * candidate, another of its own pages, or the zero page where
  * use_zero_pages merges into it. Until then its pages are hashed and
  * become candidates as any other, but none is merged, and a page that
@@ -48,11 +49,29 @@ static DEFINE_XARRAY(sp_thp_counts_b);
 static struct xarray *sp_thp_now = &sp_thp_counts_a;
 static struct xarray *sp_thp_last = &sp_thp_counts_b;
 
-static unsigned long sp_thp_count(struct xarray *xa, unsigned long pfn)
+/*
+ * An entry is an xarray value: the matches counted (saturating), and
+ * above them how many the folio needs, which its size sets; 31 bits in
+ * all, as a value entry holds on 32-bit.
+ */
+#define SP_THP_COUNT_BITS	16
+#define SP_THP_COUNT_MAX	GENMASK(SP_THP_COUNT_BITS - 1, 0)
+#define SP_THP_NEED_MAX		GENMASK(14, 0)
+
+static unsigned long sp_thp_matches(struct xarray *xa, unsigned long pfn)
 {
 	void *e = xa_load(xa, pfn);
 
-	return xa_is_value(e) ? xa_to_value(e) : 0;
+	return xa_is_value(e) ? xa_to_value(e) & SP_THP_COUNT_MAX : 0;
+}
+
+/* The matches that make @folio worth splitting: see thp_split_min. */
+static unsigned long sp_thp_need(struct folio *folio)
+{
+	unsigned long need = READ_ONCE(sp_thp_split_min);
+
+	need = DIV_ROUND_UP(need * folio_nr_pages(folio), SP_THP_SPLIT_MAX);
+	return min_t(unsigned long, need, SP_THP_NEED_MAX);
 }
 
 /**
@@ -64,20 +83,26 @@ static unsigned long sp_thp_count(struct xarray *xa, unsigned long pfn)
  * the split.
  *
  * Return: true for a small folio, or once the folio's matches in this
- * pass or the last reached thp_split_min.
+ * pass or the last reached thp_split_min, which counts for 512 pages: a
+ * folio of another size needs as many in proportion, at least one.
  */
 bool sp_thp_worth_split(struct folio *folio, bool match)
 {
-	unsigned int min = READ_ONCE(sp_thp_split_min);
-	unsigned long pfn = folio_pfn(folio), n;
+	unsigned long pfn = folio_pfn(folio), n, need;
 
 	lockdep_assert_held(&sp_mutex);
-	if (!folio_test_large(folio) || min <= 1)
+	if (!folio_test_large(folio))
 		return true;
-	n = sp_thp_count(sp_thp_now, pfn);
-	if (match && n < ULONG_MAX >> 1)
-		xa_store(sp_thp_now, pfn, xa_mk_value(++n), GFP_KERNEL);
-	return n >= min || sp_thp_count(sp_thp_last, pfn) >= min;
+	need = sp_thp_need(folio);
+	if (need <= 1)
+		return true;
+	n = sp_thp_matches(sp_thp_now, pfn);
+	if (match && n < SP_THP_COUNT_MAX) {
+		n++;
+		xa_store(sp_thp_now, pfn,
+			 xa_mk_value(need << SP_THP_COUNT_BITS | n), GFP_KERNEL);
+	}
+	return n >= need || sp_thp_matches(sp_thp_last, pfn) >= need;
 }
 
 /**
@@ -88,14 +113,14 @@ bool sp_thp_worth_split(struct folio *folio, bool match)
  */
 void sp_thp_pass_end(void)
 {
-	unsigned int min = READ_ONCE(sp_thp_split_min);
-	unsigned long pfn, kept = 0;
+	unsigned long pfn, v, kept = 0;
 	struct xarray *old = sp_thp_last;
 	void *e;
 
 	lockdep_assert_held(&sp_mutex);
 	xa_for_each(sp_thp_now, pfn, e) {
-		kept += xa_to_value(e) < min;
+		v = xa_to_value(e);
+		kept += (v & SP_THP_COUNT_MAX) < v >> SP_THP_COUNT_BITS;
 		cond_resched();
 	}
 	sp_stats.thp_kept = kept;

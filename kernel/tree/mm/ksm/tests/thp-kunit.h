@@ -3,9 +3,9 @@
  * KUnit tests of when a large folio is worth splitting (thp.c): not
  * before thp_split_min matches in one pass, still in the pass after, no
  * longer two passes on; a small folio always, and every folio once the
- * setting is 1. The folios are allocated here and never mapped.
- * Included from thp.c; runs at boot, before ksmd counts anything, and
- * leaves no count behind.
+ * setting is 1. A folio of 4 pages needs 4 matches at 512, 1 at 64. The
+ * folios are allocated here and never mapped. Included from thp.c; runs
+ * at boot, before ksmd counts anything, and leaves no count behind.
  */
 #include <kunit/test.h>
 
@@ -18,7 +18,9 @@ static void sp_test_thp_worth_split(struct kunit *test)
 	KUNIT_ASSERT_NOT_NULL(test, small);
 	KUNIT_ASSERT_NOT_NULL(test, large);
 	mutex_lock(&sp_mutex);
-	WRITE_ONCE(sp_thp_split_min, 4);
+	WRITE_ONCE(sp_thp_split_min, 64);
+	KUNIT_EXPECT_TRUE(test, sp_thp_worth_split(large, false));
+	WRITE_ONCE(sp_thp_split_min, SP_THP_SPLIT_MAX);
 	KUNIT_EXPECT_TRUE(test, sp_thp_worth_split(small, false));
 	for (i = 1; i < 4; i++)
 		KUNIT_EXPECT_FALSE(test, sp_thp_worth_split(large, true));
