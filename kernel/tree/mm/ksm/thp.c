@@ -27,10 +27,12 @@
  * equals in a pass gets their counts, and is split at its next visit.
  * A folio may be split once the matches of this pass or of the last one
  * reach the setting. The counts are kept in two xarrays by the folio's
- * pfn, this pass's and the last one's; when a pass ends the older one
- * is emptied, which costs what counting in it did. A pfn freed and
- * reused for another folio may lend it a pass's count: one split too
- * early, never content lost.
+ * pfn over its size, with the order above (sp_thp_key()), so that the
+ * THPs of a range of memory sit side by side in the xarray's nodes: this
+ * pass's and the last one's; when a pass ends the older one is emptied,
+ * which costs what counting in it did. A folio freed and its memory
+ * reused for another may lend it a pass's count: one split too early,
+ * never content lost.
  *
  * huge_pages_split counts the large folios ksmd split to merge their
  * pages; huge_pages_kept the large folios that had matches in the last
@@ -43,7 +45,7 @@
 
 #include "samepage.h"
 
-/* Matches by folio pfn: this pass's, and the last one's. */
+/* Matches by folio (sp_thp_key()): this pass's, and the last one's. */
 static DEFINE_XARRAY(sp_thp_counts_a);
 static DEFINE_XARRAY(sp_thp_counts_b);
 static struct xarray *sp_thp_now = &sp_thp_counts_a;
@@ -58,11 +60,24 @@ static struct xarray *sp_thp_last = &sp_thp_counts_b;
 #define SP_THP_COUNT_MAX	GENMASK(SP_THP_COUNT_BITS - 1, 0)
 #define SP_THP_NEED_MAX		GENMASK(14, 0)
 
-static unsigned long sp_thp_matches(struct xarray *xa, unsigned long pfn)
+static unsigned long sp_thp_matches(struct xarray *xa, unsigned long key)
 {
-	void *e = xa_load(xa, pfn);
+	void *e = xa_load(xa, key);
 
 	return xa_is_value(e) ? xa_to_value(e) & SP_THP_COUNT_MAX : 0;
+}
+
+/*
+ * Where the counts of @folio go: its pfn over its size, which is
+ * aligned to it, and its order in the top six bits, so that folios of
+ * different sizes never share a key.
+ */
+static unsigned long sp_thp_key(struct folio *folio)
+{
+	unsigned int order = folio_order(folio);
+
+	return folio_pfn(folio) >> order |
+	       (unsigned long)order << (BITS_PER_LONG - 6);
 }
 
 /* The matches that make @folio worth splitting: see thp_split_min. */
@@ -88,7 +103,7 @@ static unsigned long sp_thp_need(struct folio *folio)
  */
 bool sp_thp_worth_split(struct folio *folio, bool match)
 {
-	unsigned long pfn = folio_pfn(folio), n, need;
+	unsigned long key = sp_thp_key(folio), n, need;
 
 	lockdep_assert_held(&sp_mutex);
 	if (!folio_test_large(folio))
@@ -96,13 +111,13 @@ bool sp_thp_worth_split(struct folio *folio, bool match)
 	need = sp_thp_need(folio);
 	if (need <= 1)
 		return true;
-	n = sp_thp_matches(sp_thp_now, pfn);
+	n = sp_thp_matches(sp_thp_now, key);
 	if (match && n < SP_THP_COUNT_MAX) {
 		n++;
-		xa_store(sp_thp_now, pfn,
+		xa_store(sp_thp_now, key,
 			 xa_mk_value(need << SP_THP_COUNT_BITS | n), GFP_KERNEL);
 	}
-	return n >= need || sp_thp_matches(sp_thp_last, pfn) >= need;
+	return n >= need || sp_thp_matches(sp_thp_last, key) >= need;
 }
 
 /**
@@ -113,12 +128,12 @@ bool sp_thp_worth_split(struct folio *folio, bool match)
  */
 void sp_thp_pass_end(void)
 {
-	unsigned long pfn, v, kept = 0;
+	unsigned long key, v, kept = 0;
 	struct xarray *old = sp_thp_last;
 	void *e;
 
 	lockdep_assert_held(&sp_mutex);
-	xa_for_each(sp_thp_now, pfn, e) {
+	xa_for_each(sp_thp_now, key, e) {
 		v = xa_to_value(e);
 		kept += (v & SP_THP_COUNT_MAX) < v >> SP_THP_COUNT_BITS;
 		cond_resched();
