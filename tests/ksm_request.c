@@ -12,6 +12,12 @@
  *     write to a merged page copies it (cow_ksm) and leaves the others'
  *     content alone.
  *   request_with_ksmd: the same for two processes with ksmd running.
+ *   request_after_passes: one process loads and merges on request; ksmd
+ *     makes two full scans and stops; a second process loads the same
+ *     image and merges on request: it finds the first one's pages, whose
+ *     own visits in the pass under way ksmd had not made yet (a request's
+ *     candidates outlast ksmd's pass), and at least 90% of its pages are
+ *     merged when its request returns, content intact.
  *   request_errors: MADV_MERGE fails where MADV_MERGEABLE fails and with
  *     its error (unaligned start, wrapping length, a hole: EINVAL, EINVAL,
  *     ENOMEM, the mapped part merged all the same), and passes over what
@@ -157,6 +163,40 @@ static void test_with_ksmd(void)
 {
 	loaders_merge(2, 1024, true);
 	ktap_result(checks_passed(), "request_with_ksmd");
+}
+
+/*
+ * Instances of one image started one after the other, with ksmd passes
+ * between them: the second request pairs with what the first one left.
+ */
+static void test_after_passes(void)
+{
+	size_t pages = 1024;
+	struct kids a, b;
+	char r[2];
+
+	CHECK(ksm_reset() == 0, "reset");
+	CHECK(ksm_pause() == 0, "run=0");
+	CHECK(kids_start(&a, 1, kid_loader, &pages) == 0, "fork a");
+	CHECK(kids_collect(&a, r) && r[0] == 'r', "a loaded");
+	CHECK(kids_sync(&a, 'm', r) && r[0] == 'k', "a's request");
+	CHECK(ksm_resume() == 0, "run=1");
+	CHECK(ksm_wait_scans(2), "two full scans");
+	CHECK(ksm_pause() == 0, "run=0");
+	CHECK(kids_start(&b, 1, kid_loader, &pages) == 0, "fork b");
+	CHECK(kids_collect(&b, r) && r[0] == 'r', "b loaded");
+	CHECK(kids_sync(&b, 'm', r) && r[0] == 'k', "b's request");
+	diag_counts();
+	CHECK(ksm_read("pages_sharing") * 10 >= (long)pages * 9,
+	      "saving %ld, want 90%% of %zu", ksm_read("pages_sharing"),
+	      pages);
+	CHECK(kids_sync(&a, 'c', r) && r[0] == 'k', "a's content");
+	CHECK(kids_sync(&b, 'c', r) && r[0] == 'k', "b's content");
+	kids_send(&a, 'q');
+	kids_send(&b, 'q');
+	CHECK(kids_wait(&a) && kids_wait(&b), "children");
+	CHECK(ksm_resume() == 0, "run=1");
+	ktap_result(checks_passed(), "request_after_passes");
 }
 
 /* Both advices' results on one range: 0 or -errno each. */
@@ -352,7 +392,8 @@ static void test_max_page_sharing(void)
 int main(void)
 {
 	static const char *const names[] = {
-		"request_image", "request_with_ksmd", "request_errors",
+		"request_image", "request_with_ksmd", "request_after_passes",
+		"request_errors",
 		"request_domains", "request_max_page_sharing",
 	};
 
@@ -363,6 +404,7 @@ int main(void)
 	ktap_plan(ARRAY_SIZE(names));
 	test_image();
 	test_with_ksmd();
+	test_after_passes();
 	test_errors();
 	test_domains();
 	test_max_page_sharing();

@@ -175,14 +175,21 @@ int sp_page_cmp(struct page *a, struct page *b)
 /*
  * The candidate table: open addressing with linear probing, in two
  * arrays. An entry's location is a loc (sp_loc()): slot id and virtual
- * page number in a 64-bit word. Its mark is 16 bits: the pass it was
- * written in (an epoch) and the low eight bits of the hash, so that most
+ * page number in a 64-bit word. Its mark is 16 bits: the last pass it
+ * is good for (an epoch) and the low eight bits of the hash, so that most
  * probes that cannot match are refused without looking further. An entry
- * of another epoch is empty: a new pass empties the table by moving to the
- * next epoch, and the marks are cleared only when the epochs wrap around,
- * once in 255 passes. An entry of this epoch with slot id 0 (SP_CE_DEAD)
- * is one whose candidate was found gone: it keeps the probe sequences that
- * pass it intact.
+ * whose epoch is past is empty: a new pass empties the table by moving to
+ * the next epoch, and the marks are cleared only when the epochs wrap
+ * around, once in 255 passes. An entry of a live epoch with slot id 0
+ * (SP_CE_DEAD) is one whose candidate was found gone: it keeps the probe
+ * sequences that pass it intact.
+ *
+ * ksmd's candidates are good for the pass that found them. A merge on
+ * request's are good for SP_CE_LASTS passes: the next request, from the
+ * next instance of an image, may come after ksmd began a pass or two,
+ * and should still find them. They may have changed since: the pairing
+ * checks the candidate's state word and compares the pages in full, so
+ * a stale one costs a look, never content.
  */
 #define SP_CE_DEAD	BIT_ULL(SP_SLOT_ID_BITS)	/* narrow, id 0 */
 #define SP_CE_EPOCHS	255
@@ -200,15 +207,20 @@ static unsigned long sp_index_of(u64 key, unsigned int bits)
 	return (unsigned long)((key * GOLDEN_RATIO_64) >> (64 - bits));
 }
 
-static u16 sp_ce_mark(struct sp_cand_table *t, u64 hash)
+static u16 sp_ce_mark(u16 until, u64 hash)
 {
 	/* The low bits: the position comes from the product of them all. */
-	return (t->epoch << 8) | (u8)hash;
+	return (until << 8) | (u8)hash;
 }
 
+/*
+ * Epochs only grow between two clearings of the marks, and no entry is
+ * written good for a pass past the next SP_CE_LASTS: an epoch not yet
+ * past is a live one.
+ */
 static bool sp_ce_live(struct sp_cand_table *t, unsigned long pos)
 {
-	return (t->marks[pos] >> 8) == t->epoch;
+	return (t->marks[pos] >> 8) >= t->epoch;
 }
 
 static unsigned long sp_ce_pos(struct sp_cand_table *t, u64 hash)
@@ -235,7 +247,32 @@ static bool sp_cand_alloc(struct sp_cand_table *t, unsigned int bits)
 	t->marks = marks;
 	t->bits = bits;
 	t->epoch = 1;
+	t->used = 0;
+	memset(t->lasting, 0, sizeof(t->lasting));
 	return true;
+}
+
+/*
+ * Move @t to epoch @epoch: every entry good only for an earlier pass is
+ * empty from now on. Return the entries that stay.
+ */
+static unsigned long sp_cand_to_epoch(struct sp_cand_table *t,
+				      unsigned int epoch)
+{
+	unsigned int i;
+
+	t->used = 0;
+	if (epoch > SP_CE_EPOCHS) {
+		memset(t->marks, 0, sizeof(*t->marks) << t->bits);
+		memset(t->lasting, 0, sizeof(t->lasting));
+		t->epoch = 1;
+		return 0;
+	}
+	for (; t->epoch < epoch; t->epoch++)
+		t->lasting[t->epoch % SP_CE_LASTS] = 0;
+	for (i = 0; i < SP_CE_LASTS; i++)
+		t->used += t->lasting[i];
+	return t->used;
 }
 
 /**
@@ -249,8 +286,9 @@ static bool sp_cand_alloc(struct sp_cand_table *t, unsigned int bits)
  * nothing reads five marks on average, all of them in one or two cache
  * lines; a table twice that size would cost fifteen bytes more a page
  * (an entry is ten) for about a third of those reads. The table is
- * reallocated only when that size doubles or falls to a quarter. When a
- * larger table cannot be had, the old one is kept and fewer pages become
+ * reallocated only when that size doubles or falls to a quarter, and not
+ * while a merge on request's candidates are still good. When a larger
+ * table cannot be had, the old one is kept and fewer pages become
  * candidates.
  */
 void sp_cand_reset(struct sp_cand_table *t)
@@ -259,11 +297,10 @@ void sp_cand_reset(struct sp_cand_table *t)
 				  order_base_2(t->want + t->want / 2 + 1));
 
 	t->want = 0;
-	if ((!t->locs || bits > t->bits || bits + 1 < t->bits) &&
-	    sp_cand_alloc(t, bits))
-		t->used = 0;
-	else
-		sp_cand_clear(t);
+	if (t->locs && sp_cand_to_epoch(t, t->epoch + 1))
+		return;
+	if (!t->locs || bits > t->bits || bits + 1 < t->bits)
+		sp_cand_alloc(t, bits);
 }
 
 /**
@@ -289,10 +326,8 @@ bool sp_cand_reserve(struct sp_cand_table *t, unsigned long n)
 
 	if (t->locs && t->epoch && 3 * need <= 2UL << t->bits)
 		return true;
-	if (!sp_cand_alloc(t, max_t(unsigned int, 10, order_base_2(3 * need))))
-		return false;
-	t->used = 0;
-	return true;
+	return sp_cand_alloc(t, max_t(unsigned int, 10,
+				      order_base_2(3 * need)));
 }
 
 /**
@@ -301,13 +336,8 @@ bool sp_cand_reserve(struct sp_cand_table *t, unsigned long n)
  */
 void sp_cand_clear(struct sp_cand_table *t)
 {
-	t->used = 0;
-	if (!t->locs)
-		return;
-	if (++t->epoch > SP_CE_EPOCHS) {
-		memset(t->marks, 0, sizeof(*t->marks) << t->bits);
-		t->epoch = 1;
-	}
+	if (t->locs)
+		sp_cand_to_epoch(t, t->epoch + SP_CE_LASTS);
 }
 
 /**
@@ -365,7 +395,6 @@ void sp_probe_start(struct sp_probe *p, struct sp_cand_table *t, u64 hash)
 bool sp_probe_next(struct sp_probe *p, unsigned int *id, unsigned long *vpn)
 {
 	struct sp_cand_table *t = p->t;
-	u16 mark = sp_ce_mark(t, p->hash);
 	unsigned long mask;
 	u64 e;
 
@@ -374,7 +403,7 @@ bool sp_probe_next(struct sp_probe *p, unsigned int *id, unsigned long *vpn)
 	mask = (1UL << t->bits) - 1;
 	for (; sp_ce_live(t, p->pos); p->pos = (p->pos + 1) & mask) {
 		e = t->locs[p->pos];
-		if (e == SP_CE_DEAD || t->marks[p->pos] != mark)
+		if (e == SP_CE_DEAD || (u8)t->marks[p->pos] != (u8)p->hash)
 			continue;
 		if (++p->seen > SP_PROBE_HITS)
 			return false;
@@ -413,14 +442,18 @@ void sp_probe_forget(struct sp_probe *p)
  * @p: the probe state, after sp_probe_next() returned false
  * @id: slot id of the candidate
  * @vpn: its virtual page number
+ * @lasting: a merge on request's: good for the next SP_CE_LASTS passes,
+ *	not only this one
  *
  * Return: true if the candidate was added; false if it cannot be encoded,
  * the probe gave up, or the table is full enough.
  */
-bool sp_probe_insert(struct sp_probe *p, unsigned int id, unsigned long vpn)
+bool sp_probe_insert(struct sp_probe *p, unsigned int id, unsigned long vpn,
+		     bool lasting)
 {
 	struct sp_cand_table *t = p->t;
 	u64 loc = sp_loc(id, vpn);
+	unsigned int until = t->epoch;
 
 	if (!t->locs || !t->epoch || !loc)
 		return false;
@@ -428,8 +461,12 @@ bool sp_probe_insert(struct sp_probe *p, unsigned int id, unsigned long vpn)
 		return false;
 	if (4 * (t->used + 1) > 3UL << t->bits)
 		return false;
+	if (lasting) {
+		until = min(until + SP_CE_LASTS - 1, SP_CE_EPOCHS);
+		t->lasting[until % SP_CE_LASTS]++;
+	}
 	t->locs[p->pos] = loc;
-	t->marks[p->pos] = sp_ce_mark(t, p->hash);
+	t->marks[p->pos] = sp_ce_mark(until, p->hash);
 	t->used++;
 	return true;
 }

@@ -679,15 +679,20 @@ extern u64 sp_zero_hash;
 /**
  * struct sp_cand_table - this pass's candidates, by hash (index.c)
  * @locs: the loc of each entry (sp_loc())
- * @marks: the epoch and some hash bits of each entry; an entry of an
- *	older epoch is empty
+ * @marks: the last epoch each entry is good for, and some hash bits; an
+ *	entry of a past epoch is empty
  * @bits: log2 of the number of entries
  * @epoch: this pass's epoch; 0 before the first pass
- * @used: entries of this epoch
+ * @used: entries of live epochs
  * @want: this pass's lookups and new entries, which size the next table
+ * @lasting: entries that a merge on request added, by the last epoch
+ *	they are good for, modulo SP_CE_LASTS; none is good past that
  *
  * ksmd's, under sp_mutex.
  */
+/* The passes a merge on request's candidate is good for (index.c). */
+#define SP_CE_LASTS	16
+
 struct sp_cand_table {
 	u64 *locs;
 	u16 *marks;
@@ -695,6 +700,7 @@ struct sp_cand_table {
 	u16 epoch;
 	unsigned long used;
 	unsigned long want;
+	unsigned long lasting[SP_CE_LASTS];
 };
 
 /**
@@ -718,7 +724,8 @@ void sp_cand_free(struct sp_cand_table *t);
 void sp_probe_start(struct sp_probe *p, struct sp_cand_table *t, u64 hash);
 bool sp_probe_next(struct sp_probe *p, unsigned int *id, unsigned long *vpn);
 void sp_probe_forget(struct sp_probe *p);
-bool sp_probe_insert(struct sp_probe *p, unsigned int id, unsigned long vpn);
+bool sp_probe_insert(struct sp_probe *p, unsigned int id, unsigned long vpn,
+		     bool lasting);
 
 /**
  * struct sp_stable_table - the KSM pages, by key (index.c)

@@ -533,11 +533,14 @@ out:
 
 /*
  * Pair with an equal candidate; else become one, and say in *@cand
- * whether the page is in the table. True when this visit is done.
+ * whether the page is in the table: for this pass, or for the passes
+ * after it too if @now (a merge on request, which the next request
+ * should find whatever passes ksmd began meanwhile). True when this
+ * visit is done.
  */
 static bool sp_try_candidates(struct sp_slot *slot, unsigned long addr,
-			      struct page *page, bool held, u64 hash,
-			      bool *cand)
+			      struct page *page, bool held, bool now,
+			      u64 hash, bool *cand)
 {
 	unsigned long vpn = addr >> PAGE_SHIFT;
 	struct sp_probe p;
@@ -561,7 +564,7 @@ static bool sp_try_candidates(struct sp_slot *slot, unsigned long addr,
 			break;
 		}
 	}
-	*cand = sp_probe_insert(&p, slot->id, vpn);
+	*cand = sp_probe_insert(&p, slot->id, vpn, now);
 	return false;
 }
 
@@ -675,7 +678,7 @@ bool sp_visit(struct sp_slot *slot, unsigned long addr, struct page *page,
 	if (sp_try_zero(slot, addr, page, held, hash))
 		cand = false;
 	else if (sp_try_stable(slot, addr, page, held, sp_key(slot, hash)) ||
-		 sp_try_candidates(slot, addr, page, held, hash, &cand))
+		 sp_try_candidates(slot, addr, page, held, now, hash, &cand))
 		return true;
 	sp_note_unmerged(slot, vpn, entry, hash, cand, st);
 	return true;

@@ -173,7 +173,7 @@ static void sp_test_cand_basic(struct kunit *test)
 
 	sp_probe_start(&p, &t, 0x1234);
 	KUNIT_EXPECT_FALSE(test, sp_probe_next(&p, &id, &vpn));
-	KUNIT_EXPECT_TRUE(test, sp_probe_insert(&p, 7, 0xabcde));
+	KUNIT_EXPECT_TRUE(test, sp_probe_insert(&p, 7, 0xabcde, false));
 
 	sp_probe_start(&p, &t, 0x1234);
 	KUNIT_ASSERT_TRUE(test, sp_probe_next(&p, &id, &vpn));
@@ -205,7 +205,7 @@ static void sp_test_cand_collisions(struct kunit *test)
 		sp_probe_start(&p, &t, 0xbeef);
 		while (sp_probe_next(&p, &id, &vpn))
 			;
-		KUNIT_EXPECT_TRUE(test, sp_probe_insert(&p, i, 100 + i));
+		KUNIT_EXPECT_TRUE(test, sp_probe_insert(&p, i, 100 + i, false));
 	}
 	sp_probe_start(&p, &t, 0xbeef);
 	while (sp_probe_next(&p, &id, &vpn)) {
@@ -233,7 +233,7 @@ static void sp_test_cand_forget(struct kunit *test)
 		sp_probe_start(&p, &t, 0xfeed);
 		while (sp_probe_next(&p, &id, &vpn))
 			sp_probe_forget(&p);	/* every older one is gone */
-		KUNIT_EXPECT_TRUE(test, sp_probe_insert(&p, i, i));
+		KUNIT_EXPECT_TRUE(test, sp_probe_insert(&p, i, i, false));
 	}
 	/* Only the last one is left to find, with nothing in the way. */
 	sp_probe_start(&p, &t, 0xfeed);
@@ -248,7 +248,7 @@ static void sp_test_cand_forget(struct kunit *test)
 		sp_probe_start(&p, &t, 0xfeed);
 		while (sp_probe_next(&p, &id, &vpn))
 			;
-		if (!sp_probe_insert(&p, i, i))
+		if (!sp_probe_insert(&p, i, i, false))
 			break;
 	}
 	KUNIT_EXPECT_EQ(test, i, SP_PROBE_HITS + 2);	/* nine fit */
@@ -273,13 +273,74 @@ static void sp_test_cand_epochs(struct kunit *test)
 		for (seen = 0; sp_probe_next(&p, &id, &vpn); seen++)
 			;
 		KUNIT_EXPECT_EQ(test, seen, 0U);
-		KUNIT_EXPECT_TRUE(test, sp_probe_insert(&p, 1, pass));
+		KUNIT_EXPECT_TRUE(test, sp_probe_insert(&p, 1, pass, false));
 		sp_probe_start(&p, &t, 0xc0ffee);
 		KUNIT_ASSERT_TRUE(test, sp_probe_next(&p, &id, &vpn));
 		KUNIT_EXPECT_EQ(test, vpn, (unsigned long)pass);
 	}
 	KUNIT_EXPECT_GE(test, t.epoch, 1U);
 	KUNIT_EXPECT_LE(test, t.epoch, SP_CE_EPOCHS);
+	sp_cand_free(&t);
+}
+
+/* How many candidates of @hash a probe finds in @t. */
+static unsigned int sp_test_cand_count(struct sp_cand_table *t, u64 hash)
+{
+	struct sp_probe p;
+	unsigned long vpn;
+	unsigned int id, n = 0;
+
+	sp_probe_start(&p, t, hash);
+	while (sp_probe_next(&p, &id, &vpn))
+		n++;
+	return n;
+}
+
+/*
+ * A merge on request's candidate is good for SP_CE_LASTS passes, ksmd's
+ * for one; the table is not resized under a lasting one, and clearing it
+ * forgets both kinds.
+ */
+static void sp_test_cand_lasting(struct kunit *test)
+{
+	struct sp_cand_table t = { };
+	struct sp_probe p;
+	unsigned int i;
+
+	sp_test_cand_reset(&t, 100);
+	sp_probe_start(&p, &t, 0xaa);
+	KUNIT_EXPECT_TRUE(test, sp_probe_insert(&p, 1, 1, true));
+	sp_probe_start(&p, &t, 0xbb);
+	KUNIT_EXPECT_TRUE(test, sp_probe_insert(&p, 1, 2, false));
+	for (i = 1; i < SP_CE_LASTS; i++) {
+		sp_test_cand_reset(&t, 1 << 16);	/* would grow it */
+		KUNIT_EXPECT_EQ(test, sp_test_cand_count(&t, 0xaa), 1U);
+		KUNIT_EXPECT_EQ(test, sp_test_cand_count(&t, 0xbb), 0U);
+		KUNIT_EXPECT_EQ(test, t.used, 1UL);
+	}
+	KUNIT_EXPECT_EQ(test, t.bits, 10U);
+	sp_test_cand_reset(&t, 1 << 16);
+	KUNIT_EXPECT_EQ(test, sp_test_cand_count(&t, 0xaa), 0U);
+	KUNIT_EXPECT_EQ(test, t.used, 0UL);
+	KUNIT_EXPECT_EQ(test, t.bits, 17U);
+
+	sp_probe_start(&p, &t, 0xaa);
+	KUNIT_EXPECT_TRUE(test, sp_probe_insert(&p, 1, 1, true));
+	sp_cand_clear(&t);
+	KUNIT_EXPECT_EQ(test, sp_test_cand_count(&t, 0xaa), 0U);
+	KUNIT_EXPECT_EQ(test, t.used, 0UL);
+
+	/* One added near the wrap of the epochs lasts until the wrap. */
+	while (t.epoch < SP_CE_EPOCHS - 1)
+		sp_test_cand_reset(&t, 1 << 16);
+	sp_probe_start(&p, &t, 0xcc);
+	KUNIT_EXPECT_TRUE(test, sp_probe_insert(&p, 1, 3, true));
+	sp_test_cand_reset(&t, 1 << 16);
+	KUNIT_EXPECT_EQ(test, sp_test_cand_count(&t, 0xcc), 1U);
+	sp_test_cand_reset(&t, 1 << 16);
+	KUNIT_EXPECT_EQ(test, t.epoch, 1U);
+	KUNIT_EXPECT_EQ(test, sp_test_cand_count(&t, 0xcc), 0U);
+	KUNIT_EXPECT_EQ(test, t.used, 0UL);
 	sp_cand_free(&t);
 }
 
@@ -332,12 +393,13 @@ static void sp_test_cand_limits(struct kunit *test)
 	sp_test_cand_reset(&t, 0);
 	/* Slot id 0 and locs neither layout holds are refused. */
 	sp_probe_start(&p, &t, 1);
-	KUNIT_EXPECT_FALSE(test, sp_probe_insert(&p, 0, 1));
-	KUNIT_EXPECT_FALSE(test, sp_probe_insert(&p, SP_SLOT_ID_MAX + 1, 1));
+	KUNIT_EXPECT_FALSE(test, sp_probe_insert(&p, 0, 1, false));
+	KUNIT_EXPECT_FALSE(test,
+			   sp_probe_insert(&p, SP_SLOT_ID_MAX + 1, 1, false));
 	/* The last id, at the top of narrow page numbers. */
 	vpn = (unsigned long)min_t(u64, ULONG_MAX,
 				   BIT_ULL(SP_LOC_VPN_BITS) - 1);
-	KUNIT_EXPECT_TRUE(test, sp_probe_insert(&p, SP_SLOT_ID_MAX, vpn));
+	KUNIT_EXPECT_TRUE(test, sp_probe_insert(&p, SP_SLOT_ID_MAX, vpn, false));
 	sp_probe_start(&p, &t, 1);
 	KUNIT_ASSERT_TRUE(test, sp_probe_next(&p, &id, &n));
 	KUNIT_EXPECT_EQ(test, id, SP_SLOT_ID_MAX);
@@ -348,7 +410,7 @@ static void sp_test_cand_limits(struct kunit *test)
 		sp_probe_start(&p, &t, hash_32(n, 32));
 		while (sp_probe_next(&p, &id, &vpn))
 			;
-		added += sp_probe_insert(&p, 1, n);
+		added += sp_probe_insert(&p, 1, n, false);
 	}
 	KUNIT_EXPECT_EQ(test, added, 3UL << t.bits >> 2);
 	KUNIT_EXPECT_EQ(test, t.used, added);
@@ -568,6 +630,7 @@ static struct kunit_case sp_index_cases[] = {
 	KUNIT_CASE(sp_test_cand_collisions),
 	KUNIT_CASE(sp_test_cand_forget),
 	KUNIT_CASE(sp_test_cand_epochs),
+	KUNIT_CASE(sp_test_cand_lasting),
 	KUNIT_CASE(sp_test_loc_layouts),
 	KUNIT_CASE(sp_test_cand_limits),
 	KUNIT_CASE(sp_test_stable_collisions),
