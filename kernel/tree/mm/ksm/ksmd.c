@@ -209,7 +209,7 @@ static unsigned int sp_visit_found(struct sp_slot *slot, unsigned int budget)
 		sp_found_put(f, i);
 		cond_resched();
 	}
-	sp_found_trim(f, 0);
+	sp_found_done(f);
 	return budget;
 }
 

@@ -642,9 +642,61 @@ struct sp_found {
 
 bool sp_find_in_mm(struct mm_struct *mm, unsigned long from,
 		   unsigned long to, struct sp_found *f);
-void sp_found_put(struct sp_found *f, unsigned int i);
-unsigned long sp_found_split(struct sp_found *f, unsigned int i);
 void sp_found_trim(struct sp_found *f, unsigned int i);
+
+/**
+ * sp_found_put - let go of the @i-th page found, once visited
+ * @f: the pages found
+ * @i: which
+ *
+ * The pages of @f->large keep their shared reference until the last of
+ * them is let go (sp_found_trim()) or one is split (sp_found_split()).
+ */
+static inline void sp_found_put(struct sp_found *f, unsigned int i)
+{
+	if (f->page[i] && !f->large)
+		put_page(f->page[i]);
+	f->page[i] = NULL;
+}
+
+/* Every page found was let go with sp_found_put(): empty @f. */
+static inline void sp_found_done(struct sp_found *f)
+{
+	f->nr = 0;
+	if (f->large) {
+		folio_put(f->large);
+		f->large = NULL;
+	}
+}
+
+/**
+ * sp_found_split - whether visiting the @i-th page split its large folio
+ * @f: the pages found
+ * @i: the page just visited
+ *
+ * Only a split that ksmd made can succeed while it holds a reference to
+ * the folio, and ksmd splits only the folio of the page it visits, which
+ * keeps that reference (split_huge_page()). If @f->large was split, the
+ * reference is let go here, with the @i-th page, and the pages after it
+ * are no longer held: @f ends at the @i-th.
+ *
+ * Return: the address of the first page dropped, for a later walk to
+ * find again, or 0.
+ */
+static inline unsigned long sp_found_split(struct sp_found *f,
+					   unsigned int i)
+{
+	unsigned long next;
+
+	if (likely(!f->large) || folio_test_large(f->large))
+		return 0;
+	next = i + 1 < f->nr ? f->addr[i + 1] : 0;
+	put_page(f->page[i]);
+	f->large = NULL;
+	f->page[i] = NULL;
+	f->nr = i + 1;
+	return next;
+}
 
 /* visit.c */
 bool sp_visit(struct sp_slot *slot, unsigned long addr, struct page *page,

@@ -241,48 +241,6 @@ static int sp_found_add(struct sp_found *f, struct page *page,
 }
 
 /**
- * sp_found_put - let go of the @i-th page found, once visited
- * @f: the pages found
- * @i: which
- *
- * The pages of @f->large keep their shared reference until the last of
- * them is let go (sp_found_trim()) or one is split (sp_found_split()).
- */
-void sp_found_put(struct sp_found *f, unsigned int i)
-{
-	if (f->page[i] && !f->large)
-		put_page(f->page[i]);
-	f->page[i] = NULL;
-}
-
-/**
- * sp_found_split - whether visiting the @i-th page split its large folio
- * @f: the pages found
- * @i: the page just visited
- *
- * Only a split that ksmd made can succeed while it holds a reference to
- * the folio, and ksmd splits only the folio of the page it visits, which
- * keeps that reference (split_huge_page()). If @f->large was split, the
- * reference is let go here, with the @i-th page, and the pages after it
- * are no longer held: @f ends at the @i-th.
- *
- * Return: the address of the first page dropped, for a later walk to
- * find again, or 0.
- */
-unsigned long sp_found_split(struct sp_found *f, unsigned int i)
-{
-	unsigned long next = i + 1 < f->nr ? f->addr[i + 1] : 0;
-
-	if (!f->large || folio_test_large(f->large))
-		return 0;
-	put_page(f->page[i]);
-	f->large = NULL;
-	f->page[i] = NULL;
-	f->nr = i + 1;
-	return next;
-}
-
-/**
  * sp_found_trim - let go of the pages found from the @i-th on
  * @f: the pages found
  * @i: the first page to let go: a later walk finds it again
