@@ -12,7 +12,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ksyms import Ksyms  # noqa: E402
 
-TOP = 25
+TOP = int(os.environ.get("TOP", "25"))
 
 
 def main():

@@ -75,7 +75,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -93,7 +92,6 @@
 #define AGE_SCANS 14
 #define SMART_MERGE_SCANS 3
 #define WRITER_ROUNDS 8
-#define NT_PATH "/proc/ksm_notifier_test"
 #define MMU_NOTIFY_PROTECTION_PAGE 3
 _Static_assert(N == 64, "protected_in_log() keeps a bit a page in a long");
 
@@ -286,13 +284,6 @@ static void test_mprotect_cycle(void)
 	ktap_result(checks_passed(), "clean_mprotect_cycle");
 }
 
-static long minor_faults(void)
-{
-	struct rusage ru;
-
-	return getrusage(RUSAGE_SELF, &ru) ? -1 : ru.ru_minflt;
-}
-
 /* One store a page: how many minor faults it took. */
 static long store_faults(char *p)
 {
@@ -301,34 +292,6 @@ static long store_faults(char *p)
 	for (int i = 0; i < N; i++)
 		p[i * page_size + 1] ^= 1;
 	return minor_faults() - before;
-}
-
-/*
- * Run @body in a child whose mm has a secondary MMU, the notifier test
- * driver's: there the walk protects pages rather than watch their dirty
- * bits. False, with a diagnostic, without the driver.
- */
-static bool with_secondary_mmu(void (*body)(void), const char *what)
-{
-	int status, fd;
-	pid_t pid;
-
-	if (access(NT_PATH, F_OK)) {
-		ktap_diag("%s with a secondary MMU: no " NT_PATH, what);
-		return false;
-	}
-	pid = fork();
-	if (pid == 0) {
-		fd = open(NT_PATH, O_RDWR);
-		if (!CHECK(fd >= 0 && write(fd, "start", 5) == 5,
-			   "start the notifiers"))
-			_exit(1);
-		body();
-		_exit(checks_passed() ? 0 : 1);
-	}
-	return CHECK(pid > 0 && waitpid(pid, &status, 0) == pid &&
-		     WIFEXITED(status) && WEXITSTATUS(status) == 0,
-		     "%s with a secondary MMU", what);
 }
 
 /* Pages that held still are protected: their first stores fault. */

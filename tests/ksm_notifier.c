@@ -21,7 +21,6 @@
 
 #include "ksmtest.h"
 
-#define NT_PATH "/proc/ksm_notifier_test"
 #define PAGES 16
 #define COW_PAGE 5
 

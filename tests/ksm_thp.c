@@ -10,6 +10,12 @@
  * waiting on its full_scans): the test expects the same, and checks the
  * content throughout.
  *
+ * A writer of a THP-backed mergeable area pays nothing for ksmd's change
+ * detection (thp_writer_faults): rewritten every 1, 2 and 4 full scans,
+ * eight times, its pages take no fault and stay huge, as on mainline;
+ * with samepage's notifier test driver, the same in an mm with a
+ * secondary MMU, whose huge pages ksmd never protects.
+ *
  * khugepaged is kept away (MADV_NOHUGEPAGE once the THP exists) except
  * where it is the subject, so that it cannot collapse what ksmd splits.
  */
@@ -631,13 +637,73 @@ static void test_split_min_input(void)
 	ktap_result(checks_passed(), "thp_split_min_rejects_bad_input");
 }
 
+#define WRITER_ROUNDS 8
+
+/*
+ * A THP of unique subpages rewritten whole every @period full scans,
+ * WRITER_ROUNDS times: the rewrites take no fault, the content is right
+ * after each, the THP stays whole and nothing merges.
+ */
+static void thp_writer_period(int period)
+{
+	const unsigned int seed = 0x7a61;
+	long faults = 0, before;
+	char *p;
+
+	p = thp_area(HALF_Y, seed, "thp_writer_faults");
+	if (!p)
+		return;
+	CHECK(merge_pages(p, SUB) == 0, "madvise");
+	for (int round = 0; round < WRITER_ROUNDS; round++) {
+		unsigned int now = seed + 16 * (round + 1);
+
+		before = minor_faults();
+		fill_area(p, HALF_Y, now);
+		faults += minor_faults() - before;
+		if (!CHECK(area_wrong(p, HALF_Y, now, -1) == 0,
+			   "content at period %d round %d", period, round))
+			break;
+		for (int s = 0; s < period; s++)
+			if (!CHECK(ksm_step(), "scan"))
+				break;
+	}
+	ktap_diag("period %d: %ld faults, AnonHugePages %ld kB", period,
+		  faults, thp_kb(p));
+	CHECK(faults == 0, "%ld faults at period %d", faults, period);
+	CHECK(thp_kb(p) == (long)(HPAGE >> 10), "THP split at period %d",
+	      period);
+	CHECK(self_merging_pages() == 0, "merged: %ld", self_merging_pages());
+	munmap(p, HPAGE);
+}
+
+static void thp_writer_periods(void)
+{
+	static const int periods[] = { 1, 2, 4 };
+
+	if (!CHECK(ksm_reset() == 0, "reset") ||
+	    !CHECK(ksm_step_mode() == 0, "step mode"))
+		return;
+	for (size_t i = 0; i < ARRAY_SIZE(periods) && thp_ok; i++)
+		thp_writer_period(periods[i]);
+}
+
+static void test_writer_faults(void)
+{
+	thp_writer_periods();
+	if (thp_ok && ksm_read("protect_after_scans") >= 0)
+		with_secondary_mmu(thp_writer_periods, "the THP writer");
+	if (thp_ok)
+		ktap_result(checks_passed(), "thp_writer_faults");
+	CHECK(ksm_reset() == 0, "reset");
+}
+
 int main(void)
 {
 	static const char *const names[] = {
 		"thp_split_merge_within", "madv_collapse_within",
 		"thp_split_merge_across", "madv_collapse_across", "khugepaged",
 		"thp_change_seen", "thp_split_only_when_it_pays",
-		"thp_split_min_rejects_bad_input",
+		"thp_split_min_rejects_bad_input", "thp_writer_faults",
 	};
 	time_t started = time(NULL);
 
@@ -669,6 +735,10 @@ int main(void)
 	else
 		ktap_skip_named("thp_split_only_when_it_pays", "no THP");
 	test_split_min_input();
+	if (thp_ok)
+		test_writer_faults();
+	else
+		ktap_skip_named("thp_writer_faults", "no THP");
 	ktap_diag("%ld s", (long)(time(NULL) - started));
 	return ktap_finish();
 }

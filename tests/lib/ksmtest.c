@@ -14,6 +14,7 @@
 #include <sys/klog.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -1176,4 +1177,34 @@ bool have_swap(void)
 		lines++;
 	fclose(f);
 	return lines > 1;
+}
+
+long minor_faults(void)
+{
+	struct rusage ru;
+
+	return getrusage(RUSAGE_SELF, &ru) ? -1 : ru.ru_minflt;
+}
+
+bool with_secondary_mmu(void (*body)(void), const char *what)
+{
+	int status, fd;
+	pid_t pid;
+
+	if (access(NT_PATH, F_OK)) {
+		ktap_diag("%s with a secondary MMU: no " NT_PATH, what);
+		return false;
+	}
+	pid = fork();
+	if (pid == 0) {
+		fd = open(NT_PATH, O_RDWR);
+		if (!CHECK(fd >= 0 && write(fd, "start", 5) == 5,
+			   "start the notifiers"))
+			_exit(1);
+		body();
+		_exit(checks_passed() ? 0 : 1);
+	}
+	return CHECK(pid > 0 && waitpid(pid, &status, 0) == pid &&
+		     WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		     "%s with a secondary MMU", what);
 }

@@ -219,6 +219,18 @@ int kernel_splats(void);
  */
 bool ksm_wait_scans_with_page(int scans, unsigned int seed, size_t n);
 
+/* This process's minor faults so far (getrusage()), or -1. */
+long minor_faults(void);
+/* samepage's notifier test driver (CONFIG_KSM_NOTIFIER_TEST). */
+#define NT_PATH "/proc/ksm_notifier_test"
+/*
+ * Run @body in a child whose mm has a secondary MMU, the notifier test
+ * driver's: there ksmd protects pages rather than watch their dirty
+ * bits. True if the child passed its checks; false, with a diagnostic
+ * naming @what, without the driver or when it failed.
+ */
+bool with_secondary_mmu(void (*body)(void), const char *what);
+
 #define CGROUP_ROOT "/sys/fs/cgroup"
 /*
  * Make @dir (a path below CGROUP_ROOT) a cgroup with the memory controller
