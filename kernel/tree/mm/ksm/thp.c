@@ -26,11 +26,12 @@
  * from the visits of the pages it refused: a folio visited before its
  * equals in a pass gets their counts, and is split at its next visit.
  * A folio may be split once the matches of this pass or of the last one
- * reach the setting. The counts are kept in two xarrays by the folio's
- * pfn over its size, with the order above (sp_thp_key()), so that the
- * THPs of a range of memory sit side by side in the xarray's nodes: this
- * pass's and the last one's; when a pass ends the older one is emptied,
- * which costs what counting in it did. A folio freed and its memory
+ * reach the setting. The counts are kept in xarrays, one a folio size
+ * for this pass and one for the last, by the folio's pfn over its size:
+ * the THPs of a range of memory sit side by side in an xarray's nodes,
+ * and the tree is as shallow as the memory allows. When a pass ends the
+ * older ones are emptied, which costs what counting in them did. A folio
+ * freed and its memory
  * reused for another may lend it a pass's count: one split too early,
  * never content lost.
  *
@@ -45,11 +46,17 @@
 
 #include "samepage.h"
 
-/* Matches by folio (sp_thp_key()): this pass's, and the last one's. */
-static DEFINE_XARRAY(sp_thp_counts_a);
-static DEFINE_XARRAY(sp_thp_counts_b);
-static struct xarray *sp_thp_now = &sp_thp_counts_a;
-static struct xarray *sp_thp_last = &sp_thp_counts_b;
+/*
+ * Matches by folio, an xarray a folio order (keyed by pfn over size):
+ * sp_thp_counts[sp_thp_now] this pass's, the other the last one's.
+ */
+#define SP_THP_ORDERS	(MAX_PAGE_ORDER + 1)
+static struct xarray sp_thp_counts[2][SP_THP_ORDERS] = {
+	[0 ... 1] = {
+		[0 ... SP_THP_ORDERS - 1] = XARRAY_INIT(sp_thp_counts, 0),
+	},
+};
+static unsigned int sp_thp_now;
 
 /*
  * An entry is an xarray value: the matches counted (saturating), and
@@ -67,20 +74,6 @@ static unsigned long sp_thp_matches(struct xarray *xa, unsigned long key)
 	return xa_is_value(e) ? xa_to_value(e) & SP_THP_COUNT_MAX : 0;
 }
 
-/*
- * Where the counts of @folio go: its pfn over its size, which is
- * aligned to it, and its order in the top six bits, so that folios of
- * different sizes never share a key.
- */
-static unsigned long sp_thp_key(struct folio *folio)
-{
-	unsigned int order = folio_order(folio);
-
-	return folio_pfn(folio) >> order |
-	       (unsigned long)order << (BITS_PER_LONG - 6);
-}
-
-/* The matches that make @folio worth splitting: see thp_split_min. */
 static unsigned long sp_thp_need(struct folio *folio)
 {
 	unsigned long need = READ_ONCE(sp_thp_split_min);
@@ -103,21 +96,25 @@ static unsigned long sp_thp_need(struct folio *folio)
  */
 bool sp_thp_worth_split(struct folio *folio, bool match)
 {
-	unsigned long key = sp_thp_key(folio), n, need;
+	unsigned int order = folio_order(folio);
+	unsigned long key = folio_pfn(folio) >> order, n, need;
+	struct xarray *now, *last;
 
 	lockdep_assert_held(&sp_mutex);
-	if (!folio_test_large(folio))
+	if (!order)
 		return true;
 	need = sp_thp_need(folio);
-	if (need <= 1)
+	if (need <= 1 || WARN_ON_ONCE(order >= SP_THP_ORDERS))
 		return true;
-	n = sp_thp_matches(sp_thp_now, key);
+	now = &sp_thp_counts[sp_thp_now][order];
+	last = &sp_thp_counts[!sp_thp_now][order];
+	n = sp_thp_matches(now, key);
 	if (match && n < SP_THP_COUNT_MAX) {
 		n++;
-		xa_store(sp_thp_now, key,
-			 xa_mk_value(need << SP_THP_COUNT_BITS | n), GFP_KERNEL);
+		xa_store(now, key, xa_mk_value(need << SP_THP_COUNT_BITS | n),
+			 GFP_KERNEL);
 	}
-	return n >= need || sp_thp_matches(sp_thp_last, key) >= need;
+	return n >= need || sp_thp_matches(last, key) >= need;
 }
 
 /**
@@ -129,19 +126,21 @@ bool sp_thp_worth_split(struct folio *folio, bool match)
 void sp_thp_pass_end(void)
 {
 	unsigned long key, v, kept = 0;
-	struct xarray *old = sp_thp_last;
+	unsigned int order;
 	void *e;
 
 	lockdep_assert_held(&sp_mutex);
-	xa_for_each(sp_thp_now, key, e) {
-		v = xa_to_value(e);
-		kept += (v & SP_THP_COUNT_MAX) < v >> SP_THP_COUNT_BITS;
-		cond_resched();
+	for (order = 1; order < SP_THP_ORDERS; order++) {
+		xa_for_each(&sp_thp_counts[sp_thp_now][order], key, e) {
+			v = xa_to_value(e);
+			kept += (v & SP_THP_COUNT_MAX) <
+				v >> SP_THP_COUNT_BITS;
+			cond_resched();
+		}
+		xa_destroy(&sp_thp_counts[!sp_thp_now][order]);
 	}
 	sp_stats.thp_kept = kept;
-	xa_destroy(old);
-	sp_thp_last = sp_thp_now;
-	sp_thp_now = old;
+	sp_thp_now = !sp_thp_now;
 }
 
 /**
@@ -149,9 +148,13 @@ void sp_thp_pass_end(void)
  */
 void sp_thp_forget(void)
 {
+	unsigned int order;
+
 	lockdep_assert_held(&sp_mutex);
-	xa_destroy(sp_thp_now);
-	xa_destroy(sp_thp_last);
+	for (order = 1; order < SP_THP_ORDERS; order++) {
+		xa_destroy(&sp_thp_counts[0][order]);
+		xa_destroy(&sp_thp_counts[1][order]);
+	}
 	sp_stats.thp_kept = 0;
 }
 

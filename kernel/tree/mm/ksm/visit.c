@@ -368,6 +368,12 @@ static bool sp_try_stable(struct sp_slot *slot, unsigned long addr,
  * each page's hash was taken write-protected (merge.c refuses a page
  * written since). Returns true when this visit is done: merged, or
  * undone after @page became KSM and @tpage could not follow.
+ *
+ * The two are not compared first: their keyed hashes are equal, and the
+ * merge of @tpage compares it in full, write-protected, with what @page
+ * became. A candidate written since its hash was taken costs the undoing
+ * (a copy of @page), where a compare beforehand would cost every pair a
+ * read of both pages.
  */
 static bool sp_merge_pair(struct sp_slot *slot, unsigned long addr,
 			  struct page *page, bool held, struct sp_slot *t,
@@ -460,7 +466,7 @@ enum sp_pair {
 
 /*
  * Confirm candidate (@id, @tvpn) for @page: same domain, same hash in its
- * state word, same bytes, and merge the two.
+ * state word, and merge the two (which compares their bytes).
  */
 static enum sp_pair sp_pair_with(struct sp_slot *slot, unsigned long addr,
 				 struct page *page, bool held, u64 hash,
@@ -521,7 +527,6 @@ static enum sp_pair sp_pair_with(struct sp_slot *slot, unsigned long addr,
 	}
 	if ((READ_ONCE(sp_merge_across_nodes) ||
 	     page_to_nid(tpage) == page_to_nid(page)) &&
-	    sp_pages_same(page, tpage) &&
 	    sp_merge_pair(slot, addr, page, held, t, tvpn << PAGE_SHIFT, tpage,
 			  sp_st_wp(st), sp_key(slot, hash)))
 		ret = SP_PAIR_DONE;

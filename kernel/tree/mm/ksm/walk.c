@@ -217,23 +217,26 @@ static u8 sp_clean_state(struct xa_state *xas, pte_t pte, unsigned long addr,
 }
 
 /*
- * Take @page; 1 (which ends the walk) once @f is full. The pages of a
+ * Take @page, of @folio (@large if it is); 1 (which ends the walk) once
+ * @f is full. The pages of a
  * large folio share one reference, taken with the first of them (@f->large),
  * and have the walk to themselves: splitting the folio, which merging one
  * of them needs, fails while ksmd holds more than one reference to it.
  */
 static int sp_found_add(struct sp_found *f, struct page *page,
-			unsigned long addr, u16 how)
+			struct folio *folio, bool large, unsigned long addr,
+			u16 how)
 {
-	struct folio *folio = page_folio(page);
-	bool large = folio_test_large(folio);
-
-	if (f->nr && (large ? folio != f->large : !!f->large))
-		return 1;
-	if (!large || !f->large)
+	if (likely(!large)) {
+		if (unlikely(f->large) && f->nr)
+			return 1;
 		folio_get(folio);
-	if (large)
+	} else if (folio != f->large) {
+		if (f->nr)
+			return 1;
+		folio_get(folio);
 		f->large = folio;
+	}
 	f->page[f->nr] = page;
 	f->addr[f->nr] = addr;
 	f->how[f->nr] = how;
@@ -581,7 +584,7 @@ static int sp_found_huge(struct sp_found *f, struct mm_walk *walk,
 	rcu_read_lock();
 	for (; addr < end && !ret; addr += PAGE_SIZE) {
 		page = folio_page(folio, (addr - haddr) >> PAGE_SHIFT);
-		ret = sp_found_add(f, page, addr, watch ?
+		ret = sp_found_add(f, page, folio, true, addr, watch ?
 				   sp_huge_state(f, &xas, addr, clean) : 0);
 	}
 	rcu_read_unlock();
@@ -638,6 +641,7 @@ static int sp_pmd_entry(pmd_t *pmdp, unsigned long addr, unsigned long end,
 	bool skip = sp_vma_clean_skip(walk->vma);
 	bool watch = sp_dirty_tracks(walk->mm);
 	bool thp_cleaned = sp_thp_cleaned(f, addr & PMD_MASK);
+	bool ksm, large;
 	int ret = 0;
 	u16 how;
 
@@ -665,18 +669,18 @@ static int sp_pmd_entry(pmd_t *pmdp, unsigned long addr, unsigned long end,
 		if (!page || !sp_scannable(page))
 			continue;
 		folio = page_folio(page);
-		if (folio_test_ksm(folio) &&
-		    sp_maps_recorded(&xas, folio, addr)) {
+		ksm = folio_test_ksm(folio);
+		if (ksm && sp_maps_recorded(&xas, folio, addr)) {
 			ret = sp_found_nopage(f, addr, SP_FOUND_MERGED);
 			continue;
 		}
-		how = !skip || folio_test_large(folio) ||
-		      folio_test_ksm(folio) ? 0 :
+		large = folio_test_large(folio);
+		how = !skip || large || ksm ? 0 :
 		      sp_clean_state(&xas, pte, addr, folio, watch);
 		if (thp_cleaned && (how & (SP_FOUND_CLEAN | SP_FOUND_WP)))
 			how = (how & ~SP_FOUND_CLEAN) | SP_FOUND_WP |
 			      SP_FOUND_COARSE;
-		ret = sp_found_add(f, page, addr, how);
+		ret = sp_found_add(f, page, folio, large, addr, how);
 	}
 	rcu_read_unlock();
 	pte_unmap_unlock(start, ptl);
