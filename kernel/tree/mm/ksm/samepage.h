@@ -680,8 +680,13 @@ static inline void sp_found_done(struct sp_found *f)
  * reference is let go here, with the @i-th page, and the pages after it
  * are no longer held: @f ends at the @i-th.
  *
- * Return: the address of the first page dropped, for a later walk to
- * find again, or 0.
+ * The pages before the @i-th were visited while the folio was whole, and
+ * those that had an equal page were refused a merge then (thp.c): the
+ * walk takes up again at the first of them, to visit them as the small
+ * pages they are now. That is once a split, and their hashes are known:
+ * while their mapping stays clean they are not read again.
+ *
+ * Return: where a later walk takes up again, or 0 for after @f.
  */
 static inline unsigned long sp_found_split(struct sp_found *f,
 					   unsigned int i)
@@ -690,7 +695,10 @@ static inline unsigned long sp_found_split(struct sp_found *f,
 
 	if (likely(!f->large) || folio_test_large(f->large))
 		return 0;
-	next = i + 1 < f->nr ? f->addr[i + 1] : 0;
+	if (i)
+		next = f->addr[0];
+	else
+		next = i + 1 < f->nr ? f->addr[i + 1] : 0;
 	put_page(f->page[i]);
 	f->large = NULL;
 	f->page[i] = NULL;

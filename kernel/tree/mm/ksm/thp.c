@@ -25,6 +25,9 @@
  * Such matches are counted by folio, from the folio's own visits and
  * from the visits of the pages it refused: a folio visited before its
  * equals in a pass gets their counts, and is split at its next visit.
+ * A folio split at a visit has the pages the walk took with it before
+ * that one visited again, as small pages (sp_found_split()): those it
+ * refused merge in the same pass.
  * A folio may be split once the matches of this pass or of the last one
  * reach the setting. The counts are kept in xarrays, one a folio size
  * for this pass and one for the last, by the folio's pfn over its size:
