@@ -57,6 +57,8 @@ bool sp_entry_set(struct sp_slot *slot, unsigned long vpn, void *new)
 	void *old;
 
 	lockdep_assert_held(&sp_mutex);
+	if (vpn + 1 != slot->visiting)
+		slot->gen++;
 	xa_lock(&slot->pages);
 	if (new)
 		old = __xa_store(&slot->pages, vpn, new, GFP_KERNEL);
@@ -539,6 +541,7 @@ unsigned long sp_forget(struct sp_slot *slot, unsigned long from,
 static void sp_erase_range(struct sp_slot *slot, unsigned long first,
 			   unsigned long last)
 {
+	slot->gen++;
 #ifdef CONFIG_XARRAY_MULTI
 	xa_store_range(&slot->pages, first, last, NULL, GFP_KERNEL);
 #else

@@ -156,6 +156,8 @@ static bool sp_gather(struct sp_slot **slotp, unsigned int max)
 			}
 			sp_cur.addr = f->addr[i] + PAGE_SIZE;
 		}
+		/* What was forgotten is none of the pages found. */
+		f->gen = slot->gen;
 		if (!f->nr) {
 			stop = sp_forget(slot, sp_cur.addr, ULONG_MAX, &budget);
 			if (stop == ULONG_MAX) {
@@ -179,7 +181,8 @@ static bool sp_visit_one(struct sp_slot *slot, struct sp_found *f,
 		return false;
 	if (f->how[i] & SP_FOUND_MERGED)
 		return true;
-	return sp_visit(slot, f->addr[i], f->page[i], f->how[i]);
+	return sp_visit(slot, f->addr[i], f->page[i], f->how[i],
+			sp_found_entry(f, i));
 }
 
 /*

@@ -85,7 +85,8 @@ static int sp_request_batch(struct mm_struct *mm, struct sp_found *f,
 	for (i = 0; i < f->nr; i++) {
 		if (f->page[i])
 			sp_visit(slot, f->addr[i], f->page[i],
-				 f->how[i] | SP_FOUND_NOW);
+				 f->how[i] | SP_FOUND_NOW,
+				 sp_found_entry(f, i));
 		next = sp_found_split(f, i);
 		if (next)
 			*addr = next;

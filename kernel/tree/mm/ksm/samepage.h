@@ -144,6 +144,11 @@
  *	ksmd's, under sp_mutex
  * @seq: registration number, never reused (the "process" domain)
  * @dom: the mm's merge domain in this pass; ksmd's, under sp_mutex
+ * @gen: bumped by every change to @pages but a visit's to its own page's
+ *	entry, so that what a walk read of its pages' entries holds while
+ *	@gen stays (&struct sp_found); under sp_mutex
+ * @visiting: the vpn sp_visit() is at, plus one; 0 between visits; under
+ *	sp_mutex
  *
  * A slot lives from the mm's first request to merge until ksmd finds the
  * mm exited or without a mergeable VMA, or __ksm_exit() finds nothing of
@@ -159,6 +164,8 @@ struct sp_slot {
 	u32 salt;
 	u64 seq;
 	u64 dom;
+	unsigned long gen;
+	unsigned long visiting;
 };
 
 /**
@@ -628,6 +635,9 @@ int sp_unmerge_all(void);
  *	SP_FOUND_MERGED and SP_FOUND_AWAY
  * @addr: their addresses
  * @how: SP_FOUND_* flags: what the walk learnt of each
+ * @entry: the entry of each in @slot's xarray, as the walk read it
+ * @gen: @slot->gen when the entries were read: while it stays, they are
+ *	the entries now
  */
 struct sp_found {
 	struct sp_slot *slot;
@@ -638,6 +648,8 @@ struct sp_found {
 	struct page *page[SP_GATHER];
 	unsigned long addr[SP_GATHER];
 	u16 how[SP_GATHER];
+	void *entry[SP_GATHER];
+	unsigned long gen;
 };
 
 bool sp_find_in_mm(struct mm_struct *mm, unsigned long from,
@@ -657,6 +669,16 @@ static inline void sp_found_put(struct sp_found *f, unsigned int i)
 	if (f->page[i] && !f->large)
 		put_page(f->page[i]);
 	f->page[i] = NULL;
+}
+
+/*
+ * The entry of the @i-th page found, if nothing but the visits of the
+ * pages before it changed it since the walk read it: NULL if it may have
+ * changed, for the visit to look it up again.
+ */
+static inline void **sp_found_entry(struct sp_found *f, unsigned int i)
+{
+	return f->gen == f->slot->gen ? &f->entry[i] : NULL;
 }
 
 /* Every page found was let go with sp_found_put(): empty @f. */
@@ -708,7 +730,7 @@ static inline unsigned long sp_found_split(struct sp_found *f,
 
 /* visit.c */
 bool sp_visit(struct sp_slot *slot, unsigned long addr, struct page *page,
-	      unsigned int how);
+	      unsigned int how, void **known);
 void sp_unvisited(struct sp_slot *slot, unsigned long addr, unsigned int how);
 
 /* knode.c: all under sp_mutex, but the first. */

@@ -617,32 +617,17 @@ static u64 sp_visit_hash(struct page *page, unsigned long st,
 	return sp_hash_page(page) & SP_HASH_MASK;
 }
 
-/**
- * sp_visit - one visit of a page
- * @slot: the slot of the page's mm; ksmd holds sp_mutex, no mmap_lock
- * @addr: the page's address
- * @page: the page, referenced
- * @how: what the walk learnt of it: SP_FOUND_CLEAN, SP_FOUND_WP,
- *	SP_FOUND_UNSURE, SP_FOUND_COARSE or 0, and SP_FOUND_SOFT in a
- *	watched mm;
- *	with SP_FOUND_NOW, a merge on request: the page is looked up as
- *	one that held still, whatever its hash was, and is never skipped
- *
- * Return: false when smart scan skipped it: then it does not count as
- * scanned.
- */
-bool sp_visit(struct sp_slot *slot, unsigned long addr, struct page *page,
-	      unsigned int how)
+/* sp_visit() of the page whose entry is @entry. */
+static bool sp_visit_page(struct sp_slot *slot, unsigned long addr,
+			  struct page *page, unsigned int how, void *entry)
 {
 	unsigned long vpn = addr >> PAGE_SHIFT;
 	struct folio *folio = page_folio(page);
-	void *entry = xa_load(&slot->pages, vpn);
 	bool now = how & SP_FOUND_NOW;
 	bool skip = false, cand, held, changed;
 	unsigned long st;
 	u64 hash;
 
-	lockdep_assert_held(&sp_mutex);
 	sp_counted = NULL;
 	if (entry && !xa_is_value(entry)) {
 		if (folio_test_ksm(folio) && sp_folio_node(folio) == entry)
@@ -687,6 +672,40 @@ bool sp_visit(struct sp_slot *slot, unsigned long addr, struct page *page,
 		return true;
 	sp_note_unmerged(slot, vpn, entry, hash, cand, st);
 	return true;
+}
+
+/**
+ * sp_visit - one visit of a page
+ * @slot: the slot of the page's mm; ksmd holds sp_mutex, no mmap_lock
+ * @addr: the page's address
+ * @page: the page, referenced
+ * @how: what the walk learnt of it: SP_FOUND_CLEAN, SP_FOUND_WP,
+ *	SP_FOUND_UNSURE, SP_FOUND_COARSE or 0, and SP_FOUND_SOFT in a
+ *	watched mm;
+ *	with SP_FOUND_NOW, a merge on request: the page is looked up as
+ *	one that held still, whatever its hash was, and is never skipped
+ * @known: the page's entry in @slot's xarray, where the caller knows it
+ *	is the entry now (sp_found_entry()); NULL to look it up
+ *
+ * While the visit runs, changes to the page's own entry leave @slot->gen
+ * as it is: they are the visit's, and no other page's entry changes with
+ * them.
+ *
+ * Return: false when smart scan skipped it: then it does not count as
+ * scanned.
+ */
+bool sp_visit(struct sp_slot *slot, unsigned long addr, struct page *page,
+	      unsigned int how, void **known)
+{
+	void *entry;
+	bool ret;
+
+	lockdep_assert_held(&sp_mutex);
+	entry = known ? *known : xa_load(&slot->pages, addr >> PAGE_SHIFT);
+	slot->visiting = (addr >> PAGE_SHIFT) + 1;
+	ret = sp_visit_page(slot, addr, page, how, entry);
+	slot->visiting = 0;
+	return ret;
 }
 
 /**

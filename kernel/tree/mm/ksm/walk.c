@@ -181,22 +181,20 @@ static bool sp_folio_watchable(struct folio *folio, int extra)
 
 /*
  * What the walk knows of the small page at @addr, mapped by @pte (PTE
- * lock held) to @folio in a VMA where sp_vma_clean_skip(), with @xas for
- * its entry; @watch: sp_dirty_tracks() of the mm, which adds
+ * lock held) to @folio in a VMA where sp_vma_clean_skip(), with @e its
+ * entry; @watch: sp_dirty_tracks() of the mm, which adds
  * SP_FOUND_SOFT. SP_FOUND_CLEAN, SP_FOUND_WP (clean, but read anyway), or
  * SP_FOUND_WANT: a page to clean before it is hashed (DOC: Protecting
  * pages). A page cleaned for its last hash and written since is
  * SP_FOUND_UNSURE: it may have changed, and is not cleaned again now.
  */
-static u8 sp_clean_state(struct xa_state *xas, pte_t pte, unsigned long addr,
+static u8 sp_clean_state(void *e, pte_t pte, unsigned long addr,
 			 struct folio *folio, bool watch)
 {
 	unsigned long vpn = addr >> PAGE_SHIFT;
 	u8 soft = watch ? SP_FOUND_SOFT : 0;
 	unsigned long st;
-	void *e;
 
-	e = sp_entry_at(xas, vpn);
 	if (e && !xa_is_value(e))
 		return 0;
 	st = e ? xa_to_value(e) : 0;
@@ -217,15 +215,15 @@ static u8 sp_clean_state(struct xa_state *xas, pte_t pte, unsigned long addr,
 }
 
 /*
- * Take @page, of @folio (@large if it is); 1 (which ends the walk) once
- * @f is full. The pages of a
+ * Take @page, of @folio (@large if it is), whose entry is @entry; 1
+ * (which ends the walk) once @f is full. The pages of a
  * large folio share one reference, taken with the first of them (@f->large),
  * and have the walk to themselves: splitting the folio, which merging one
  * of them needs, fails while ksmd holds more than one reference to it.
  */
 static int sp_found_add(struct sp_found *f, struct page *page,
 			struct folio *folio, bool large, unsigned long addr,
-			u16 how)
+			u16 how, void *entry)
 {
 	if (likely(!large)) {
 		if (unlikely(f->large) && f->nr)
@@ -240,6 +238,7 @@ static int sp_found_add(struct sp_found *f, struct page *page,
 	f->page[f->nr] = page;
 	f->addr[f->nr] = addr;
 	f->how[f->nr] = how;
+	f->entry[f->nr] = entry;
 	return ++f->nr == f->max;
 }
 
@@ -273,6 +272,7 @@ static int sp_found_nopage(struct sp_found *f, unsigned long addr, u16 how)
 	f->page[f->nr] = NULL;
 	f->addr[f->nr] = addr;
 	f->how[f->nr] = how;
+	f->entry[f->nr] = NULL;
 	return ++f->nr == f->max;
 }
 
@@ -281,13 +281,12 @@ static bool sp_migrating(pte_t pte)
 	return !pte_none(pte) && is_migration_entry(pte_to_swp_entry(pte));
 }
 
-/* Does @folio, mapped at @addr, belong to the node its entry names? */
-static bool sp_maps_recorded(struct xa_state *xas, struct folio *folio,
-			     unsigned long addr)
+/* Does @folio belong to the node its mapping's entry @e names? */
+static bool sp_maps_recorded(void *e, struct folio *folio)
 {
 	struct sp_knode *node = sp_folio_node(folio);
 
-	return node && sp_entry_at(xas, addr >> PAGE_SHIFT) == node;
+	return node && e == node;
 }
 
 /*
@@ -536,17 +535,15 @@ static bool sp_watch_pmd(struct vm_area_struct *vma, pmd_t *pmdp,
  * What the walk knows of the subpage at @addr of a THP whose PMD is
  * clean (@clean) or not, @xas for its entry (DOC: Clean huge pages).
  */
-static u16 sp_huge_state(struct sp_found *f, struct xa_state *xas,
-			 unsigned long addr, bool clean)
+static u16 sp_huge_state(struct sp_found *f, void *e, unsigned long addr,
+			 bool clean)
 {
 	unsigned long vpn = addr >> PAGE_SHIFT;
-	void *e;
 
 	if (sp_thp_cleaned(f, addr & PMD_MASK))
 		return SP_FOUND_SOFT | SP_FOUND_COARSE | (clean ? SP_FOUND_WP : 0);
 	if (!clean)
 		return SP_FOUND_SOFT | SP_FOUND_COARSE;
-	e = sp_entry_at(xas, vpn);
 	if (!xa_is_value(e) || !sp_st_wp(xa_to_value(e)) ||
 	    !((vpn + sp_stats.full_scans) % SP_RECHECK))
 		return SP_FOUND_SOFT | SP_FOUND_WP;
@@ -579,13 +576,15 @@ static int sp_found_huge(struct sp_found *f, struct mm_walk *walk,
 	bool clean = watch && sp_pmd_clean(pmd, folio);
 	struct page *page;
 	int ret = 0;
+	void *e;
 
 	*clean_now = watch && !clean && addr == haddr;
 	rcu_read_lock();
 	for (; addr < end && !ret; addr += PAGE_SIZE) {
 		page = folio_page(folio, (addr - haddr) >> PAGE_SHIFT);
+		e = sp_entry_at(&xas, addr >> PAGE_SHIFT);
 		ret = sp_found_add(f, page, folio, true, addr, watch ?
-				   sp_huge_state(f, &xas, addr, clean) : 0);
+				   sp_huge_state(f, e, addr, clean) : 0, e);
 	}
 	rcu_read_unlock();
 	return ret;
@@ -643,6 +642,7 @@ static int sp_pmd_entry(pmd_t *pmdp, unsigned long addr, unsigned long end,
 	bool thp_cleaned = sp_thp_cleaned(f, addr & PMD_MASK);
 	bool ksm, large;
 	int ret = 0;
+	void *e;
 	u16 how;
 
 	if (!pmd_present(pmd))
@@ -669,18 +669,19 @@ static int sp_pmd_entry(pmd_t *pmdp, unsigned long addr, unsigned long end,
 		if (!page || !sp_scannable(page))
 			continue;
 		folio = page_folio(page);
+		e = sp_entry_at(&xas, addr >> PAGE_SHIFT);
 		ksm = folio_test_ksm(folio);
-		if (ksm && sp_maps_recorded(&xas, folio, addr)) {
+		if (ksm && sp_maps_recorded(e, folio)) {
 			ret = sp_found_nopage(f, addr, SP_FOUND_MERGED);
 			continue;
 		}
 		large = folio_test_large(folio);
 		how = !skip || large || ksm ? 0 :
-		      sp_clean_state(&xas, pte, addr, folio, watch);
+		      sp_clean_state(e, pte, addr, folio, watch);
 		if (thp_cleaned && (how & (SP_FOUND_CLEAN | SP_FOUND_WP)))
 			how = (how & ~SP_FOUND_CLEAN) | SP_FOUND_WP |
 			      SP_FOUND_COARSE;
-		ret = sp_found_add(f, page, folio, large, addr, how);
+		ret = sp_found_add(f, page, folio, large, addr, how, e);
 	}
 	rcu_read_unlock();
 	pte_unmap_unlock(start, ptl);
@@ -699,7 +700,8 @@ static const struct mm_walk_ops sp_walk_ops = {
  * @from: the address to start at
  * @to: the address to end at
  * @f: where the pages go, each referenced; @f->nr pages, at most @f->max,
- *     with what the walk learnt of each in @f->how
+ *     with what the walk learnt of each in @f->how and its entry in
+ *     @f->entry, good while @f->gen is @f->slot's (sp_found_entry())
  *
  * The walk ends at @to or when @f is full.
  *
@@ -726,5 +728,6 @@ bool sp_find_in_mm(struct mm_struct *mm, unsigned long from,
 		if (!atomic_read(&mm->mm_users))
 			break;
 	}
+	f->gen = f->slot->gen;
 	return saw_vma;
 }

@@ -81,6 +81,32 @@ static void sp_test_entry_counters(struct kunit *test)
 	sp_test_end(c);
 }
 
+/*
+ * A slot's gen moves with every change to its entries but the visited
+ * page's own, so that a walk's view of its other pages stays trusted
+ * only while nothing else changed them.
+ */
+static void sp_test_entry_gen(struct kunit *test)
+{
+	struct sp_test_ctx *c = sp_test_begin(test);
+	unsigned long gen = c->slot.gen;
+	unsigned int budget = 100;
+
+	sp_set_state(&c->slot, 10, sp_st_make(1, false, 0, 0));
+	KUNIT_EXPECT_NE(test, c->slot.gen, gen);
+	gen = c->slot.gen;
+	c->slot.visiting = 10 + 1;
+	sp_set_state(&c->slot, 10, sp_st_make(2, false, 1, 0));
+	KUNIT_EXPECT_EQ(test, c->slot.gen, gen);
+	sp_set_state(&c->slot, 11, sp_st_make(3, false, 0, 0));
+	KUNIT_EXPECT_NE(test, c->slot.gen, gen);
+	c->slot.visiting = 0;
+	gen = c->slot.gen;
+	sp_forget(&c->slot, 10 << PAGE_SHIFT, 12 << PAGE_SHIFT, &budget);
+	KUNIT_EXPECT_NE(test, c->slot.gen, gen);
+	sp_test_end(c);
+}
+
 static void sp_test_forget_range(struct kunit *test)
 {
 	struct sp_test_ctx *c = sp_test_begin(test);
@@ -230,6 +256,7 @@ static void sp_test_protect_policy(struct kunit *test)
 
 static struct kunit_case sp_scan_cases[] = {
 	KUNIT_CASE(sp_test_entry_counters),
+	KUNIT_CASE(sp_test_entry_gen),
 	KUNIT_CASE(sp_test_forget_range),
 	KUNIT_CASE(sp_test_smart_schedule),
 	KUNIT_CASE(sp_test_protect_policy),
