@@ -59,6 +59,7 @@ static struct xarray sp_thp_counts[2][SP_THP_ORDERS] = {
 		[0 ... SP_THP_ORDERS - 1] = XARRAY_INIT(sp_thp_counts, 0),
 	},
 };
+
 static unsigned int sp_thp_now;
 
 /*
