@@ -533,7 +533,7 @@ static bool sp_watch_pmd(struct vm_area_struct *vma, pmd_t *pmdp,
 
 /*
  * What the walk knows of the subpage at @addr of a THP whose PMD is
- * clean (@clean) or not, @xas for its entry (DOC: Clean huge pages).
+ * clean (@clean) or not, @e its entry (DOC: Clean huge pages).
  */
 static u16 sp_huge_state(struct sp_found *f, void *e, unsigned long addr,
 			 bool clean)
