@@ -758,6 +758,9 @@ int sp_page_cmp(struct page *a, struct page *b);
 /* The hash of an all-zero page. */
 extern u64 sp_zero_hash;
 
+/* The passes a merge on request's candidate is good for (index.c). */
+#define SP_CE_LASTS	16
+
 /**
  * struct sp_cand_table - this pass's candidates, by hash (index.c)
  * @locs: the loc of each entry (sp_loc())
@@ -772,9 +775,6 @@ extern u64 sp_zero_hash;
  *
  * ksmd's, under sp_mutex.
  */
-/* The passes a merge on request's candidate is good for (index.c). */
-#define SP_CE_LASTS	16
-
 struct sp_cand_table {
 	u64 *locs;
 	u16 *marks;
