@@ -367,38 +367,6 @@ static long slab_bytes(void)
 }
 
 /*
- * What a KSM cache's object really takes over what the profit counts:
- * about 1 unless slab debugging (red zones, tracking: make test
- * DEBUG=kasan) pads every object. The largest slab_size / object_size of
- * the KSM caches (ours and mainline's names) in /sys/kernel/slab.
- */
-static double slab_padding(void)
-{
-	FILE *f = fopen("/proc/slabinfo", "r");
-	char line[512], cache[64], path[128];
-	double most = 1.0;
-	long slab, object;
-
-	if (!f)
-		return most;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%63s", cache) != 1 ||
-		    (strncmp(cache, "sp_", 3) && strncmp(cache, "ksm_", 4)))
-			continue;
-		snprintf(path, sizeof(path), "/sys/kernel/slab/%s/slab_size",
-			 cache);
-		slab = read_long(path);
-		snprintf(path, sizeof(path), "/sys/kernel/slab/%s/object_size",
-			 cache);
-		object = read_long(path);
-		if (slab > 0 && object > 0 && (double)slab / object > most)
-			most = (double)slab / object;
-	}
-	fclose(f);
-	return most;
-}
-
-/*
  * Slab grows by less than what is allocated when objects go into slabs
  * that earlier tests left partly free, so a small growth bounds the cost
  * from below only (@upper false); a large one bounds it on both sides.

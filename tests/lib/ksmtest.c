@@ -1208,3 +1208,29 @@ bool with_secondary_mmu(void (*body)(void), const char *what)
 		     WIFEXITED(status) && WEXITSTATUS(status) == 0,
 		     "%s with a secondary MMU", what);
 }
+
+double slab_padding(void)
+{
+	FILE *f = fopen("/proc/slabinfo", "r");
+	char line[512], cache[64], path[128];
+	double most = 1.0;
+	long slab, object;
+
+	if (!f)
+		return most;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%63s", cache) != 1 ||
+		    (strncmp(cache, "sp_", 3) && strncmp(cache, "ksm_", 4)))
+			continue;
+		snprintf(path, sizeof(path), "/sys/kernel/slab/%s/slab_size",
+			 cache);
+		slab = read_long(path);
+		snprintf(path, sizeof(path), "/sys/kernel/slab/%s/object_size",
+			 cache);
+		object = read_long(path);
+		if (slab > 0 && object > 0 && (double)slab / object > most)
+			most = (double)slab / object;
+	}
+	fclose(f);
+	return most;
+}

@@ -219,6 +219,13 @@ int kernel_splats(void);
  */
 bool ksm_wait_scans_with_page(int scans, unsigned int seed, size_t n);
 
+/*
+ * What a KSM cache's object really takes over what the profit counts:
+ * about 1 unless slab debugging (red zones, tracking: make test
+ * DEBUG=kasan) pads every object. The largest slab_size / object_size of
+ * the KSM caches (ours and mainline's names) in /sys/kernel/slab.
+ */
+double slab_padding(void);
 /* This process's minor faults so far (getrusage()), or -1. */
 long minor_faults(void);
 /* samepage's notifier test driver (CONFIG_KSM_NOTIFIER_TEST). */
