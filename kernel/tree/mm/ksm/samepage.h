@@ -720,7 +720,7 @@ static inline unsigned long sp_found_split(struct sp_found *f,
 	if (i)
 		next = f->addr[0];
 	else
-		next = i + 1 < f->nr ? f->addr[i + 1] : 0;
+		next = f->nr > 1 ? f->addr[1] : 0;
 	put_page(f->page[i]);
 	f->large = NULL;
 	f->page[i] = NULL;

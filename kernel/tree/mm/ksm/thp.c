@@ -34,9 +34,8 @@
  * the THPs of a range of memory sit side by side in an xarray's nodes,
  * and the tree is as shallow as the memory allows. When a pass ends the
  * older ones are emptied, which costs what counting in them did. A folio
- * freed and its memory
- * reused for another may lend it a pass's count: one split too early,
- * never content lost.
+ * freed and its memory reused for another may lend it a pass's count:
+ * one split too early, never content lost.
  *
  * huge_pages_split counts the large folios ksmd split to merge their
  * pages; huge_pages_kept the large folios that had matches in the last
@@ -78,6 +77,7 @@ static unsigned long sp_thp_matches(struct xarray *xa, unsigned long key)
 	return xa_is_value(e) ? xa_to_value(e) & SP_THP_COUNT_MAX : 0;
 }
 
+/* The matches that make @folio worth splitting: see thp_split_min. */
 static unsigned long sp_thp_need(struct folio *folio)
 {
 	unsigned long need = READ_ONCE(sp_thp_split_min);
