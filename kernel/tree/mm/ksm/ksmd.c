@@ -156,8 +156,10 @@ static bool sp_gather(struct sp_slot **slotp, unsigned int max)
 			}
 			sp_cur.addr = f->addr[i] + PAGE_SIZE;
 		}
-		/* What was forgotten is none of the pages found. */
-		f->gen = slot->gen;
+		/*
+		 * f->gen stays the walk's: forgetting a page can free a stale
+		 * node, and with it erase the entries of pages found here.
+		 */
 		if (!f->nr) {
 			stop = sp_forget(slot, sp_cur.addr, ULONG_MAX, &budget);
 			if (stop == ULONG_MAX) {
