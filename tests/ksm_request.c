@@ -14,10 +14,12 @@
  *   request_with_ksmd: the same for two processes with ksmd running.
  *   request_after_passes: one process loads and merges on request; ksmd
  *     makes two full scans and stops; a second process loads the same
- *     image and merges on request: it finds the first one's pages, whose
- *     own visits in the pass under way ksmd had not made yet (a request's
- *     candidates outlast ksmd's pass), and at least 90% of its pages are
- *     merged when its request returns, content intact.
+ *     image and as much again of its own, and merges on request: it finds
+ *     the first one's pages, whose own visits in the pass under way ksmd
+ *     had not made yet (a request's candidates outlast ksmd's pass), and
+ *     whose entries the candidate table keeps when the second request
+ *     grows it; at least 90% of the first one's pages are merged when the
+ *     request returns, content intact.
  *   request_errors: MADV_MERGE fails where MADV_MERGEABLE fails and with
  *     its error (unaligned start, wrapping length, a hole: EINVAL, EINVAL,
  *     ENOMEM, the mapped part merged all the same), and passes over what
@@ -168,14 +170,22 @@ static void test_with_ksmd(void)
 /*
  * Instances of one image started one after the other, with ksmd passes
  * between them: the second request pairs with what the first one left.
+ * First ksmd makes passes over one page, more than a request's
+ * candidates last (16), so that the candidate table is sized for a pass
+ * that looked up nothing; the first request then sizes it for its own
+ * pages, and the second one, twice as large, must grow it.
  */
 static void test_after_passes(void)
 {
-	size_t pages = 1024;
+	size_t pages = 1024, more = 2 * pages;
 	struct kids a, b;
-	char r[2];
+	char r[2], *one;
 
 	CHECK(ksm_reset() == 0, "reset");
+	one = map_pages(1);
+	CHECK(merge_pages(one, 1) == 0, "madvise");
+	CHECK(ksm_wait_scans(20), "passes over one page");
+	munmap(one, page_size);
 	CHECK(ksm_pause() == 0, "run=0");
 	CHECK(kids_start(&a, 1, kid_loader, &pages) == 0, "fork a");
 	CHECK(kids_collect(&a, r) && r[0] == 'r', "a loaded");
@@ -183,7 +193,8 @@ static void test_after_passes(void)
 	CHECK(ksm_resume() == 0, "run=1");
 	CHECK(ksm_wait_scans(2), "two full scans");
 	CHECK(ksm_pause() == 0, "run=0");
-	CHECK(kids_start(&b, 1, kid_loader, &pages) == 0, "fork b");
+	/* Twice the pages: the table the first request sized must grow. */
+	CHECK(kids_start(&b, 1, kid_loader, &more) == 0, "fork b");
 	CHECK(kids_collect(&b, r) && r[0] == 'r', "b loaded");
 	CHECK(kids_sync(&b, 'm', r) && r[0] == 'k', "b's request");
 	diag_counts();

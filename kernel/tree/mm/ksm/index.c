@@ -304,30 +304,94 @@ void sp_cand_reset(struct sp_cand_table *t)
 }
 
 /**
- * sp_cand_reserve - room for @n more candidates, for a merge on request
+ * sp_cand_grow - room for @n more candidates, for a merge on request
  * @t: the table
  * @n: the pages a request may still add
+ * @old: where the table that a larger one replaces goes
  *
  * A pass sizes the table for what the pass before it saw, and with ksmd
  * stopped there may be no table at all; a merge on request (request.c)
  * can bring more pages than that between two passes. The table then
  * grows to twice what they need at the load sp_cand_reset() allows, so
  * that requests that follow one another (instances of one image, each
- * loaded and merged in turn) seldom regrow it. Growing forgets the
- * candidates held: an entry keeps eight bits of its hash, too few to
- * place it again. Their pages pair at a later visit instead, which costs
- * time, never content.
+ * loaded and merged in turn) seldom regrow it. The larger table keeps
+ * the epoch of the one it replaces, which goes to @old: an entry keeps
+ * only eight bits of its key, too few to place it again, so the caller
+ * places each live one (sp_cand_next()) again under the key its page's
+ * state word gives (sp_cand_place()), then frees @old. Growing costs
+ * that once per doubling: O(1) a candidate added.
  *
- * Return: false if a larger table could not be had; the old one stays.
+ * Return: true if the table grew, and @old holds the replaced one; false
+ * if it had room, or no larger table could be had (it stays as it was,
+ * and fewer pages become candidates).
  */
-bool sp_cand_reserve(struct sp_cand_table *t, unsigned long n)
+bool sp_cand_grow(struct sp_cand_table *t, unsigned long n,
+		  struct sp_cand_table *old)
 {
 	unsigned long need = t->used + n;
+	struct sp_cand_table grown = { };
 
 	if (t->locs && t->epoch && 3 * need <= 2UL << t->bits)
+		return false;
+	if (!sp_cand_alloc(&grown, max_t(unsigned int, 10,
+					 order_base_2(3 * need))))
+		return false;
+	if (t->locs && t->epoch)
+		grown.epoch = t->epoch;
+	grown.want = t->want;
+	*old = *t;
+	*t = grown;
+	return true;
+}
+
+/**
+ * sp_cand_next - the next live entry of a table, from *@pos on
+ * @t: the table, which sp_cand_grow() replaced
+ * @pos: where to look from; moved past the entry returned
+ * @loc: the entry's loc
+ * @until: the last epoch it is good for
+ *
+ * Return: false past the last one.
+ */
+bool sp_cand_next(struct sp_cand_table *t, unsigned long *pos, u64 *loc,
+		  unsigned int *until)
+{
+	for (; t->locs && *pos < 1UL << t->bits; (*pos)++) {
+		if (!sp_ce_live(t, *pos) || t->locs[*pos] == SP_CE_DEAD)
+			continue;
+		*loc = t->locs[*pos];
+		*until = t->marks[*pos] >> 8;
+		(*pos)++;
 		return true;
-	return sp_cand_alloc(t, max_t(unsigned int, 10,
-				      order_base_2(3 * need)));
+	}
+	return false;
+}
+
+/**
+ * sp_cand_place - put an entry of a replaced table into @t
+ * @t: the table that sp_cand_grow() grew
+ * @key: the key the entry was added under
+ * @loc: its loc
+ * @until: the last epoch it is good for, from sp_cand_next()
+ *
+ * The grown table was sized for the entries of the old one and more, so
+ * a free entry is always found.
+ */
+void sp_cand_place(struct sp_cand_table *t, u64 key, u64 loc,
+		   unsigned int until)
+{
+	unsigned long mask = (1UL << t->bits) - 1;
+	unsigned long pos = sp_ce_pos(t, key);
+
+	if (WARN_ON_ONCE(4 * (t->used + 1) > 3UL << t->bits))
+		return;
+	while (sp_ce_live(t, pos))
+		pos = (pos + 1) & mask;
+	t->locs[pos] = loc;
+	t->marks[pos] = sp_ce_mark(until, key);
+	t->used++;
+	if (until > t->epoch)
+		t->lasting[until % SP_CE_LASTS]++;
 }
 
 /**

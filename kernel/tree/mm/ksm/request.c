@@ -47,6 +47,30 @@ static struct sp_slot *sp_request_slot(struct mm_struct *mm)
 }
 
 /*
+ * Room in the candidate table for @n more pages of a request, keeping
+ * the candidates it holds: those of an earlier request must last until
+ * the next instance's (index.c, SP_CE_LASTS), and a larger table places
+ * each again under the key its page's state word gives. One gone since
+ * is left out.
+ */
+static void sp_request_room(unsigned long n)
+{
+	struct sp_cand_table old;
+	unsigned long pos = 0;
+	unsigned int until;
+	u64 loc, key;
+
+	if (!sp_cand_grow(&sp_cands, n, &old))
+		return;
+	while (sp_cand_next(&old, &pos, &loc, &until)) {
+		if (sp_cand_key_of(loc, &key))
+			sp_cand_place(&sp_cands, key, loc, until);
+		cond_resched();
+	}
+	sp_cand_free(&old);
+}
+
+/*
  * Merge the next pages of [*@addr, @end) of @mm, at most SP_GATHER of
  * them, and move *@addr past them; sp_mutex held. @f is the caller's.
  */
@@ -68,8 +92,7 @@ static int sp_request_batch(struct mm_struct *mm, struct sp_found *f,
 		return 0;
 	}
 	sp_domain_enter(slot);
-	sp_cand_reserve(&sp_cands,
-			min(pages, get_mm_counter(mm, MM_ANONPAGES)));
+	sp_request_room(min(pages, get_mm_counter(mm, MM_ANONPAGES)));
 
 	f->slot = slot;
 	f->nr = 0;

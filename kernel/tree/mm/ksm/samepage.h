@@ -732,6 +732,7 @@ static inline unsigned long sp_found_split(struct sp_found *f,
 bool sp_visit(struct sp_slot *slot, unsigned long addr, struct page *page,
 	      unsigned int how, void **known);
 void sp_unvisited(struct sp_slot *slot, unsigned long addr, unsigned int how);
+bool sp_cand_key_of(u64 loc, u64 *key);
 
 /* knode.c: all under sp_mutex, but the first. */
 void sp_knode_init(void);
@@ -800,7 +801,12 @@ struct sp_probe {
 };
 
 void sp_cand_reset(struct sp_cand_table *t);
-bool sp_cand_reserve(struct sp_cand_table *t, unsigned long n);
+bool sp_cand_grow(struct sp_cand_table *t, unsigned long n,
+		  struct sp_cand_table *old);
+bool sp_cand_next(struct sp_cand_table *t, unsigned long *pos, u64 *loc,
+		  unsigned int *until);
+void sp_cand_place(struct sp_cand_table *t, u64 key, u64 loc,
+		   unsigned int until);
 void sp_cand_clear(struct sp_cand_table *t);
 void sp_cand_free(struct sp_cand_table *t);
 void sp_probe_start(struct sp_probe *p, struct sp_cand_table *t, u64 hash);

@@ -737,6 +737,41 @@ void sp_unvisited(struct sp_slot *slot, unsigned long addr, unsigned int how)
 		sp_set_state(slot, vpn, st);
 }
 
+/**
+ * sp_cand_key_of - the key a candidate entry was added under
+ * @loc: the entry's loc
+ * @key: the key, on success
+ *
+ * The candidate table keeps eight bits of a key (index.c); the rest is
+ * the hash in the candidate's state word, in its slot's domain.
+ * sp_mutex held: a state word changes only under it.
+ *
+ * Return: false if the page at @loc is no candidate now, or its mm exits.
+ */
+bool sp_cand_key_of(u64 loc, u64 *key)
+{
+	struct mm_struct *mm = NULL;
+	unsigned long st;
+	struct sp_slot *t;
+	void *e;
+
+	lockdep_assert_held(&sp_mutex);
+	/* A slot whose mm has users stays (the rule of sp_pair_with()). */
+	spin_lock(&sp_slots_lock);
+	t = xa_load(&sp_slot_ids, sp_loc_id(loc));
+	if (t && mmget_not_zero(t->mm))
+		mm = t->mm;
+	spin_unlock(&sp_slots_lock);
+	if (!mm)
+		return false;
+	e = xa_load(&t->pages, sp_loc_vpn(loc));
+	st = xa_is_value(e) ? xa_to_value(e) : 0;
+	if (sp_st_cand(st))
+		*key = sp_key(t, sp_st_hash(st));
+	mmput_async(mm);
+	return sp_st_cand(st);
+}
+
 #ifdef CONFIG_KSM_VISIT_KUNIT_TEST
 #include "tests/visit-kunit.h"
 #endif

@@ -359,6 +359,73 @@ static void sp_test_loc_is(struct kunit *test, unsigned int id, u64 vpn,
 	KUNIT_EXPECT_EQ(test, (u64)sp_loc_vpn(loc), vpn);
 }
 
+/* The key of the test's candidate at @vpn. */
+static u64 sp_test_grow_key(unsigned long vpn)
+{
+	return vpn * 0x9e3779b97f4a7c15ULL;
+}
+
+/* Does a probe for the key of @vpn offer the candidate at @vpn? */
+static bool sp_test_grow_has(struct sp_cand_table *t, unsigned long vpn)
+{
+	struct sp_probe p;
+	unsigned long v;
+	unsigned int id;
+
+	sp_probe_start(&p, t, sp_test_grow_key(vpn));
+	while (sp_probe_next(&p, &id, &v))
+		if (v == vpn)
+			return true;
+	return false;
+}
+
+/*
+ * A grown table holds what the caller places again from the old one,
+ * each good for the epochs it was: a merge on request's candidates
+ * outlive the growth, and ksmd's still end with their pass.
+ */
+static void sp_test_cand_grow(struct kunit *test)
+{
+	struct sp_cand_table t = { }, old;
+	unsigned long vpn, v, pos = 0, placed = 0, n = 600;
+	unsigned int until, epoch;
+	struct sp_probe p;
+	unsigned int id;
+	u64 loc;
+
+	sp_test_cand_reset(&t, 100);
+	for (vpn = 1; vpn <= n; vpn++) {
+		sp_probe_start(&p, &t, sp_test_grow_key(vpn));
+		while (sp_probe_next(&p, &id, &v))
+			;
+		KUNIT_ASSERT_TRUE(test, sp_probe_insert(&p, 1, vpn, vpn % 2));
+	}
+	KUNIT_EXPECT_FALSE(test, sp_cand_grow(&t, 10, &old));
+	epoch = t.epoch;
+	KUNIT_ASSERT_TRUE(test, sp_cand_grow(&t, 1000, &old));
+	KUNIT_EXPECT_GT(test, t.bits, old.bits);
+	KUNIT_EXPECT_EQ(test, t.epoch, epoch);
+	KUNIT_EXPECT_EQ(test, t.used, 0UL);
+	while (sp_cand_next(&old, &pos, &loc, &until)) {
+		vpn = sp_loc_vpn(loc);
+		KUNIT_EXPECT_EQ(test, until, vpn % 2 ? epoch + SP_CE_LASTS - 1 :
+				epoch);
+		sp_cand_place(&t, sp_test_grow_key(vpn), loc, until);
+		placed++;
+	}
+	sp_cand_free(&old);
+	KUNIT_EXPECT_EQ(test, placed, n);
+	KUNIT_EXPECT_EQ(test, t.used, n);
+	for (vpn = 1; vpn <= n; vpn++)
+		KUNIT_EXPECT_TRUE(test, sp_test_grow_has(&t, vpn));
+	/* The next pass keeps the lasting ones, in the grown table. */
+	sp_test_cand_reset(&t, 100);
+	KUNIT_EXPECT_EQ(test, t.used, n / 2);
+	for (vpn = 1; vpn <= n; vpn++)
+		KUNIT_EXPECT_EQ(test, sp_test_grow_has(&t, vpn), vpn % 2 == 1);
+	sp_cand_free(&t);
+}
+
 /*
  * The boundaries of the two layouts of a loc: every id of the narrow one
  * below 2^35 pages, ids of 19 bits up to the top of 5-level user space.
@@ -631,6 +698,7 @@ static struct kunit_case sp_index_cases[] = {
 	KUNIT_CASE(sp_test_cand_forget),
 	KUNIT_CASE(sp_test_cand_epochs),
 	KUNIT_CASE(sp_test_cand_lasting),
+	KUNIT_CASE(sp_test_cand_grow),
 	KUNIT_CASE(sp_test_loc_layouts),
 	KUNIT_CASE(sp_test_cand_limits),
 	KUNIT_CASE(sp_test_stable_collisions),
