@@ -37,21 +37,6 @@
 /* KSM pages seen in swap, over both swap-outs (for the lead's report). */
 static long swapped_ksm_pages;
 
-static void cg_cleanup(void)
-{
-	char line[64];
-	FILE *f = fopen(CG "/cgroup.procs", "r");
-
-	/* Our children are gone by now; move anything left back to root. */
-	if (f) {
-		while (fgets(line, sizeof(line), f))
-			write_file(CGROUP_ROOT "/cgroup.procs", line);
-		fclose(f);
-	}
-	if (rmdir(CG) && errno != ENOENT)
-		ktap_diag("rmdir %s: %s", CG, strerror(errno));
-}
-
 static long merging_pages(pid_t pid)
 {
 	char path[64];
@@ -84,17 +69,11 @@ static unsigned int seed_of(int i, int j, const bool written[K])
 static int swap_kid(void *arg, int i, int cmd, int reply)
 {
 	bool written[K] = { false };
-	char pid[32], c;
+	char c;
 
 	(void)arg;
-	snprintf(pid, sizeof(pid), "%d", getpid());
-	if (write_file(CG "/cgroup.procs", pid)) {
-		kid_reply(reply, 'e');
+	if (!kid_load_merged(CG, region, N, kid_seed, reply))
 		return 1;
-	}
-	for (int j = 0; j < N; j++)
-		fill_page(region, j, kid_seed);
-	kid_reply(reply, merge_pages(region, N) ? 'e' : 'r');
 	while ((c = kid_wait_cmd(cmd)) != 'q') {
 		int bad = 0;
 
@@ -146,38 +125,12 @@ static void kids_stop(struct kids *k)
 /* Every child checks its pages; true if all replied 'k'. */
 static bool kids_content(struct kids *k)
 {
-	char r[K];
-	bool ok = kids_sync(k, 'c', r);
-
-	for (int i = 0; i < K && ok; i++)
-		ok = r[i] == 'k';
-	return ok;
+	return kids_sync_all(k, 'c', 'k');
 }
 
-/*
- * KSM pages whose every sharer's PTE is a swap entry, the same one for
- * all: page j counted once. Also counts PTEs still present in @present.
- */
 static int ksm_pages_swapped(struct kids *k, int *present)
 {
-	int swapped = 0;
-
-	*present = 0;
-	for (int j = 0; j < N; j++) {
-		char *addr = region + j * page_size;
-		uint64_t e0 = pagemap_entry(k->pid[0], addr);
-		bool same = (e0 & PM_SWAP) && !(e0 & PM_PRESENT);
-
-		for (int i = 0; i < K; i++) {
-			uint64_t e = pagemap_entry(k->pid[i], addr);
-
-			*present += !!(e & PM_PRESENT);
-			if (e != e0)
-				same = false;
-		}
-		swapped += same;
-	}
-	return swapped;
+	return shared_pages_swapped(k->pid, K, region, N, present);
 }
 
 /*
@@ -363,16 +316,11 @@ int main(void)
 		"ksm_pages_swap_out", "swap_in_content_and_cow",
 		"remerge_after_swap_in", "unmerge_while_swapped",
 	};
-	const char *why = NULL;
-	int err;
+	const char *why;
 
 	ksm_save_settings();
 	ktap_plan(ARRAY_SIZE(names));
-	if (!have_swap())
-		why = "no swap device";
-	else if ((err = memcg_create(CG)))
-		why = err == -ENOENT ? "no memory cgroup controller" :
-		      "cannot set up a memory cgroup";
+	why = swap_memcg_setup(CG);
 	if (why)
 		return ktap_skip_all(names, ARRAY_SIZE(names), why);
 	region = map_unfaulted(N);
@@ -383,6 +331,6 @@ int main(void)
 	test_unmerge_swapped();
 	ktap_diag("swapped_ksm_pages %ld", swapped_ksm_pages);
 	ksm_reset();
-	cg_cleanup();
+	cgroup_remove(CG);
 	return ktap_finish();
 }

@@ -1234,3 +1234,86 @@ double slab_padding(void)
 	fclose(f);
 	return most;
 }
+
+void cgroup_remove(const char *cg)
+{
+	char path[256], line[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
+	f = fopen(path, "r");
+	if (f) {
+		while (fgets(line, sizeof(line), f))
+			write_file(CGROUP_ROOT "/cgroup.procs", line);
+		fclose(f);
+	}
+	if (rmdir(cg) && errno != ENOENT)
+		ktap_diag("rmdir %s: %s", cg, strerror(errno));
+}
+
+bool kid_load_merged(const char *cg, char *region, size_t n,
+		     unsigned int seed, int reply_fd)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", cg ? cg : "");
+	if (cg && write_file(path, "0")) {
+		kid_reply(reply_fd, 'e');
+		return false;
+	}
+	for (size_t j = 0; j < n; j++)
+		fill_page(region, j, seed);
+	if (merge_pages(region, n)) {
+		kid_reply(reply_fd, 'e');
+		return false;
+	}
+	kid_reply(reply_fd, 'r');
+	return true;
+}
+
+int shared_pages_swapped(const pid_t *pid, int k, const char *region,
+			 size_t n, int *present)
+{
+	int swapped = 0;
+
+	*present = 0;
+	for (size_t j = 0; j < n; j++) {
+		const char *addr = region + j * page_size;
+		uint64_t e0 = pagemap_entry(pid[0], addr);
+		bool same = (e0 & PM_SWAP) && !(e0 & PM_PRESENT);
+
+		for (int i = 0; i < k; i++) {
+			uint64_t e = pagemap_entry(pid[i], addr);
+
+			*present += !!(e & PM_PRESENT);
+			if (e != e0)
+				same = false;
+		}
+		swapped += same;
+	}
+	return swapped;
+}
+
+bool kids_sync_all(struct kids *k, char cmd, char want)
+{
+	char r[64];
+
+	if (!kids_sync(k, cmd, r))
+		return false;
+	for (int i = 0; i < k->n; i++)
+		if (r[i] != want)
+			return false;
+	return true;
+}
+
+const char *swap_memcg_setup(const char *cg)
+{
+	int err;
+
+	if (!have_swap())
+		return "no swap device";
+	err = memcg_create(cg);
+	if (err == -ENOENT)
+		return "no memory cgroup controller";
+	return err ? "cannot set up a memory cgroup" : NULL;
+}

@@ -153,6 +153,8 @@ typedef int (*kid_fn)(void *arg, int i, int cmd_fd, int reply_fd);
 int kids_start(struct kids *k, int n, kid_fn fn, void *arg);
 /* Send one byte to each child and wait for one byte back; false on error. */
 bool kids_sync(struct kids *k, char cmd, char *replies);
+/* kids_sync(), and did every child reply @want? */
+bool kids_sync_all(struct kids *k, char cmd, char want);
 /* Read one byte from each child (e.g. "ready"); false on error. */
 bool kids_collect(struct kids *k, char *replies);
 /* Send one byte to each child, expecting no reply (e.g. "quit"). */
@@ -249,5 +251,30 @@ int memcg_create(const char *dir);
  * @uid, as the side-channel tests' tenants do: 0, or -1.
  */
 int become_tenant(const char *cg, uid_t uid);
+/*
+ * Remove cgroup @cg, moving whatever is left in it back to the root
+ * first; a diagnostic if it stays.
+ */
+void cgroup_remove(const char *cg);
+/*
+ * Set up memory cgroup @cg for a test that swaps: NULL when done, else
+ * why not (no swap device, no memory controller), to skip with.
+ */
+const char *swap_memcg_setup(const char *cg);
+/*
+ * A child of kids_start() that holds @n pages at @region (mapped before
+ * the fork): it joins cgroup @cg (none if NULL), fills page j with
+ * pattern (@seed, j) and madvises them, then replies 'r', or 'e' and
+ * returns false if any step failed.
+ */
+bool kid_load_merged(const char *cg, char *region, size_t n,
+		     unsigned int seed, int reply_fd);
+/*
+ * The pages of @region, @n of them, that are one KSM page swapped out in
+ * all of the @k processes @pid: the same swap entry in every pagemap.
+ * *@present counts the PTEs of all of them still present.
+ */
+int shared_pages_swapped(const pid_t *pid, int k, const char *region,
+			 size_t n, int *present);
 
 #endif
