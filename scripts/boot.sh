@@ -52,7 +52,12 @@ numa_nodes() {
 }
 limit=${TIMEOUT:-1500}
 append="console=ttyS0 panic=-1 samepage.mode=$mode ${APPEND:-}"
-qemu=("qemu-system-${QEMU_ARCH:-x86_64}" -smp "${SMP:-2}" -nographic -no-reboot
+# Two sockets for two or more CPUs, one a NUMA node (numa_nodes below): a
+# kernel with scheduler domains for shared caches (Debian's) warns at boot
+# when a cache spans two nodes, as one socket's would.
+smp=${SMP:-2}
+[ "$smp" -ge 2 ] && [ $((smp % 2)) = 0 ] && smp="$smp,sockets=2"
+qemu=("qemu-system-${QEMU_ARCH:-x86_64}" -smp "$smp" -nographic -no-reboot
       -kernel "$kernel" -initrd "$initrd")
 if [ "${ICOUNT:-0}" = 1 ]; then
 	qemu+=(-icount shift=4,sleep=off)

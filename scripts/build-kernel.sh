@@ -6,7 +6,9 @@
 # turns the debugging off, for make bench), ksm-kasan (our tree with
 # kernel/config/kasan.config: make test DEBUG=kasan), and matrix-NAME (our tree with
 # the fragment kernel/config/matrix/NAME.config on top, for make matrix; a
-# fragment whose first line is "# arch: i386" builds for that ARCH), and
+# fragment whose first line is "# arch: i386" builds for that ARCH, one
+# whose first line is "# base: FILE" starts from Debian's configuration
+# /usr/src/linux-config-6.12/FILE.xz instead of tinyconfig), and
 # series (the tree of build/series-am at one patch of the series, with our
 # test config, for make series CHECK=build).
 # The image lands in build/FLAVOUR/bzImage.
@@ -24,17 +26,20 @@ frag=$TOP/kernel/config/samepage.config
 # The series' trees are laid by export-series.sh; every other is from here.
 [ "$flavour" = series ] || "$TOP/scripts/prepare-tree.sh"
 
-arch=x86_64
+arch=x86_64 base=
 case $flavour in
 matrix-*)
 	mfrag=$TOP/kernel/config/matrix/${flavour#matrix-}.config
 	[ -f "$mfrag" ] || die "no fragment $mfrag"
 	arch=$(sed -n '1s/^# arch: *//p' "$mfrag")
 	arch=${arch:-x86_64}
+	base=$(sed -n '1s/^# base: *//p' "$mfrag")
 	# The configurations of one architecture share an object tree:
 	# kbuild then rebuilds only what the options that differ reach
 	# (fixdep), a few minutes instead of a cold build each.
-	obj=$src/obj-matrix-$arch ;;
+	obj=$src/obj-matrix-$arch
+	# A Debian base shares nothing with tinyconfig: a tree of its own.
+	[ -z "$base" ] || obj=$src/obj-$flavour ;;
 esac
 mk=(make -C "$src" O="$obj" ARCH="$arch" -j"$JOBS" -s)
 if command -v ccache >/dev/null; then
@@ -48,14 +53,26 @@ frags=("$frag")
 case $flavour in
 ksm|series) frags+=("$TOP/kernel/config/series.config") ;;
 ksm-kasan) frags+=("$TOP/kernel/config/series.config" "$TOP/kernel/config/kasan.config") ;;
-matrix-*) frags+=("$TOP/kernel/config/series.config" "$mfrag") ;;
+matrix-*)
+	# series.config's tests need KUnit, which Debian's kernels lack.
+	[ -n "$base" ] || frags+=("$TOP/kernel/config/series.config")
+	frags+=("$mfrag") ;;
 *-bench) frags+=("$TOP/kernel/config/bench.config") ;;
 esac
 if [ "$flavour" = noksm ]; then
 	printf 'CONFIG_KSM=n\n' > "$obj/noksm.config"
 	frags+=("$obj/noksm.config")
 fi
-"${mk[@]}" tinyconfig >/dev/null
+if [ -n "$base" ]; then
+	# Debian's own configuration, then our fragment alone: samepage.config
+	# describes the test kernel, not a distribution's.
+	[ -f "$DEBIAN_CONFIGS/$base.xz" ] ||
+		die "no $DEBIAN_CONFIGS/$base.xz (apt-get install linux-config-6.12)"
+	xzcat "$DEBIAN_CONFIGS/$base.xz" > "$obj/.config"
+	frags=("$mfrag")
+else
+	"${mk[@]}" tinyconfig >/dev/null
+fi
 (cd "$obj" && KCONFIG_CONFIG=.config \
 	"$src/scripts/kconfig/merge_config.sh" -m -O "$obj" .config \
 	"${frags[@]}" >/dev/null)

@@ -11,6 +11,8 @@ SRC_KSM=$BUILD/src-ksm        # worktree: pristine + kernel/, branch samepage
 KERNEL=${KERNEL:-$TOP/kernel} # our sources: tree/, diffs/, removed, series/
 GUEST=${GUEST:-$BUILD/guest}  # guest binaries and initramfs
 JOBS=${JOBS:-$(nproc)}
+# Debian's kernel configurations (package linux-config-6.12)
+DEBIAN_CONFIGS=${DEBIAN_CONFIGS:-/usr/src/linux-config-6.12}
 
 die() { echo "error: $*" >&2; exit 1; }
 note() { echo ">> $*" >&2; }

@@ -8,7 +8,8 @@ set -euo pipefail
 
 i386=
 [ "${1:-}" = i386 ] && i386=1
-pkgs=(linux-source-6.12 build-essential flex bison bc libelf-dev libssl-dev
+pkgs=(linux-source-6.12 linux-config-6.12 build-essential flex bison bc
+      libelf-dev libssl-dev
       cpio xz-utils gzip file ccache qemu-system-x86 busybox-static
       libnuma-dev gnuplot-nox git python3-ply python3-git procps)
 [ -z "$i386" ] || pkgs+=(gcc-multilib)
