@@ -250,7 +250,13 @@ static void test_ksmd_merge(const char *name, const char *name2)
 	CHECK(injected > 0, "failures injected");
 	CHECK(!pairs_wrong(area, 0x5a00), "content under failures");
 	CHECK(ksm_wait_scans(4), "ksmd scans after");
+	/*
+	 * A snapshot with ksmd paused: while it runs, mainline's page under
+	 * a visit has left its tree and counts as volatile, one too many.
+	 */
+	CHECK(ksm_pause() == 0, "run=0");
 	ksm_get_counts(&c);
+	CHECK(ksm_resume() == 0, "run=1");
 	ktap_diag("after: shared %ld sharing %ld unshared %ld volatile %ld",
 		  c.shared, c.sharing, c.unshared, c.volatile_);
 	CHECK(c.shared <= N && c.sharing <= N &&
