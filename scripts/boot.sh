@@ -80,7 +80,12 @@ demo|shell)
 	if [ "$mode" = test ] && [ "${QEMU_ARCH:-x86_64}" = x86_64 ]; then
 		# slab_nomerge: the KSM caches show in /proc/slabinfo under
 		# their own names (tests/ksm_faults.c counts their objects).
-		qemu+=(-append "$append slab_nomerge" -m "$mem,slots=2,maxmem=4G"
+		# memhp_default_state=offline: the DIMMs stay offline until
+		# tests/ksm_hotremove.c onlines them as it needs, as the test
+		# config's default has it; Debian's onlines them at boot, into
+		# ZONE_NORMAL, where kernel allocations then keep them busy.
+		qemu+=(-append "$append slab_nomerge memhp_default_state=offline"
+		       -m "$mem,slots=2,maxmem=4G"
 		       -monitor none)
 		qemu+=($(numa_nodes "$mem" "${SMP:-2}"))
 		for d in dimm0 dimm1; do
