@@ -457,6 +457,26 @@ fail:
 	return false;
 }
 
+/*
+ * The slot of id @id, in *@t, with its mm's users counted, which keeps
+ * the slot: its mm, or NULL if the slot has gone, its mm exits, or it is
+ * of another merge domain than slot @of (then *@other), if @of is given.
+ */
+static struct mm_struct *sp_slot_get(unsigned int id,
+				     const struct sp_slot *of,
+				     struct sp_slot **t, bool *other)
+{
+	struct mm_struct *mm = NULL;
+
+	spin_lock(&sp_slots_lock);
+	*t = xa_load(&sp_slot_ids, id);
+	*other = *t && of && (*t)->dom != of->dom;
+	if (*t && !*other && mmget_not_zero((*t)->mm))
+		mm = (*t)->mm;
+	spin_unlock(&sp_slots_lock);
+	return mm;
+}
+
 /* What became of a candidate that a probe offered. */
 enum sp_pair {
 	SP_PAIR_DONE,		/* merged, or undone: this visit is done */
@@ -480,13 +500,7 @@ static enum sp_pair sp_pair_with(struct sp_slot *slot, unsigned long addr,
 	bool other;
 	void *e;
 
-	spin_lock(&sp_slots_lock);
-	t = xa_load(&sp_slot_ids, id);
-	/* Another domain's candidate that shares our key is none of ours. */
-	other = t && t->dom != slot->dom;
-	if (t && !other && mmget_not_zero(t->mm))
-		tmm = t->mm;
-	spin_unlock(&sp_slots_lock);
+	tmm = sp_slot_get(id, slot, &t, &other);
 	if (!tmm)
 		return other ? SP_PAIR_NO : SP_PAIR_GONE;
 	/*
@@ -750,18 +764,14 @@ void sp_unvisited(struct sp_slot *slot, unsigned long addr, unsigned int how)
  */
 bool sp_cand_key_of(u64 loc, u64 *key)
 {
-	struct mm_struct *mm = NULL;
+	struct mm_struct *mm;
 	unsigned long st;
 	struct sp_slot *t;
+	bool other;
 	void *e;
 
 	lockdep_assert_held(&sp_mutex);
-	/* A slot whose mm has users stays (the rule of sp_pair_with()). */
-	spin_lock(&sp_slots_lock);
-	t = xa_load(&sp_slot_ids, sp_loc_id(loc));
-	if (t && mmget_not_zero(t->mm))
-		mm = t->mm;
-	spin_unlock(&sp_slots_lock);
+	mm = sp_slot_get(sp_loc_id(loc), NULL, &t, &other);
 	if (!mm)
 		return false;
 	e = xa_load(&t->pages, sp_loc_vpn(loc));
