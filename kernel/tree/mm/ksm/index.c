@@ -179,8 +179,8 @@ int sp_page_cmp(struct page *a, struct page *b)
  * is good for (an epoch) and the low eight bits of the hash, so that most
  * probes that cannot match are refused without looking further. An entry
  * whose epoch is past is empty: a new pass empties the table by moving to
- * the next epoch, and the marks are cleared only when the epochs wrap
- * around, once in 255 passes. An entry of a live epoch with slot id 0
+ * the next epoch, and the marks are renumbered only when the epochs wrap
+ * around, once in about 240 passes (sp_cand_rebase()). An entry of a live epoch with slot id 0
  * (SP_CE_DEAD) is one whose candidate was found gone: it keeps the probe
  * sequences that pass it intact.
  *
@@ -253,6 +253,43 @@ static bool sp_cand_alloc(struct sp_cand_table *t, unsigned int bits)
 }
 
 /*
+ * The last epoch from which an entry can be made good for SP_CE_LASTS
+ * passes without passing SP_CE_EPOCHS, the most a mark holds.
+ */
+#define SP_CE_LAST_FULL	(SP_CE_EPOCHS - SP_CE_LASTS + 1)
+
+/*
+ * Number the epochs of @t from 1 again, keeping its live entries and
+ * what each is good for; the dead ones are cleared. Once in about 240
+ * passes, with entries a merge on request made to last; otherwise the
+ * marks are only cleared. Either way a pass over the marks.
+ */
+static void sp_cand_rebase(struct sp_cand_table *t)
+{
+	unsigned int shift = t->epoch - 1, until, i;
+	unsigned long lasting[SP_CE_LASTS];
+	unsigned long pos;
+
+	if (!t->used) {
+		memset(t->marks, 0, sizeof(*t->marks) << t->bits);
+		memset(t->lasting, 0, sizeof(t->lasting));
+		t->epoch = 1;
+		return;
+	}
+	for (pos = 0; pos < 1UL << t->bits; pos++) {
+		until = t->marks[pos] >> 8;
+		t->marks[pos] = until < t->epoch ? 0 :
+				sp_ce_mark(until - shift, t->marks[pos]);
+	}
+	/* An entry good until u is counted at u modulo SP_CE_LASTS. */
+	for (i = 0; i < SP_CE_LASTS; i++)
+		lasting[(i + SP_CE_LASTS - shift % SP_CE_LASTS) %
+			SP_CE_LASTS] = t->lasting[i];
+	memcpy(t->lasting, lasting, sizeof(lasting));
+	t->epoch = 1;
+}
+
+/*
  * Move @t to epoch @epoch: every entry good only for an earlier pass is
  * empty from now on. Return the entries that stay.
  */
@@ -261,17 +298,17 @@ static unsigned long sp_cand_to_epoch(struct sp_cand_table *t,
 {
 	unsigned int i;
 
-	t->used = 0;
-	if (epoch > SP_CE_EPOCHS) {
-		memset(t->marks, 0, sizeof(*t->marks) << t->bits);
-		memset(t->lasting, 0, sizeof(t->lasting));
-		t->epoch = 1;
-		return 0;
-	}
 	for (; t->epoch < epoch; t->epoch++)
 		t->lasting[t->epoch % SP_CE_LASTS] = 0;
+	t->used = 0;
 	for (i = 0; i < SP_CE_LASTS; i++)
 		t->used += t->lasting[i];
+	/*
+	 * Before an entry added now could not be made good for all its
+	 * passes: a merge on request's candidates must outlive the wrap.
+	 */
+	if (t->epoch > SP_CE_LAST_FULL)
+		sp_cand_rebase(t);
 	return t->used;
 }
 

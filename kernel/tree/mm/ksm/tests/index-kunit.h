@@ -330,15 +330,25 @@ static void sp_test_cand_lasting(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, sp_test_cand_count(&t, 0xaa), 0U);
 	KUNIT_EXPECT_EQ(test, t.used, 0UL);
 
-	/* One added near the wrap of the epochs lasts until the wrap. */
-	while (t.epoch < SP_CE_EPOCHS - 1)
+	/*
+	 * One added just before the epochs wrap lasts its passes all the
+	 * same, across the renumbering; one of ksmd's still ends with its
+	 * pass.
+	 */
+	while (t.epoch < SP_CE_LAST_FULL - 2)
 		sp_test_cand_reset(&t, 1 << 16);
 	sp_probe_start(&p, &t, 0xcc);
 	KUNIT_EXPECT_TRUE(test, sp_probe_insert(&p, 1, 3, true));
+	sp_probe_start(&p, &t, 0xdd);
+	KUNIT_EXPECT_TRUE(test, sp_probe_insert(&p, 1, 4, false));
+	for (i = 1; i < SP_CE_LASTS; i++) {
+		sp_test_cand_reset(&t, 1 << 16);
+		KUNIT_EXPECT_EQ(test, sp_test_cand_count(&t, 0xcc), 1U);
+		KUNIT_EXPECT_EQ(test, sp_test_cand_count(&t, 0xdd), 0U);
+		KUNIT_EXPECT_EQ(test, t.used, 1UL);
+	}
+	KUNIT_EXPECT_LT(test, t.epoch, SP_CE_LASTS + 1U);	/* renumbered */
 	sp_test_cand_reset(&t, 1 << 16);
-	KUNIT_EXPECT_EQ(test, sp_test_cand_count(&t, 0xcc), 1U);
-	sp_test_cand_reset(&t, 1 << 16);
-	KUNIT_EXPECT_EQ(test, t.epoch, 1U);
 	KUNIT_EXPECT_EQ(test, sp_test_cand_count(&t, 0xcc), 0U);
 	KUNIT_EXPECT_EQ(test, t.used, 0UL);
 	sp_cand_free(&t);
