@@ -13,7 +13,8 @@
  *     content alone.
  *   request_with_ksmd: the same for two processes with ksmd running.
  *   request_after_passes: one process loads and merges on request; ksmd
- *     makes two full scans and stops; a second process loads the same
+ *     makes two full scans (and no more than the 16 that candidates of a
+ *     request last: it sleeps between batches) and stops; a second process loads the same
  *     image and as much again of its own, and merges on request: it finds
  *     the first one's pages, whose own visits in the pass under way ksmd
  *     had not made yet (a request's candidates outlast ksmd's pass), and
@@ -190,6 +191,13 @@ static void test_after_passes(void)
 	CHECK(kids_start(&a, 1, kid_loader, &pages) == 0, "fork a");
 	CHECK(kids_collect(&a, r) && r[0] == 'r', "a loaded");
 	CHECK(kids_sync(&a, 'm', r) && r[0] == 'k', "a's request");
+	/*
+	 * Passes over a's pages, which held still, are quick: at full speed
+	 * more than the 16 a request's candidates last (SP_CE_LASTS) could
+	 * go by while this waits for two. Five batches and sleeps a pass.
+	 */
+	CHECK(ksm_write("pages_to_scan", 256) == 0, "pages_to_scan");
+	CHECK(ksm_write("sleep_millisecs", 50) == 0, "sleep_millisecs");
 	CHECK(ksm_resume() == 0, "run=1");
 	CHECK(ksm_wait_scans(2), "two full scans");
 	CHECK(ksm_pause() == 0, "run=0");
