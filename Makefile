@@ -17,17 +17,25 @@
 #                      names the diff for a pristine file no diff owns yet)
 #   make matrix        build and boot our tree under every kernel configuration
 #                      of kernel/config/matrix/ (about two hours; not in CI)
+#   make deb           Debian packages (linux-image, linux-headers) of our
+#                      kernel with Debian's configuration of FLAVOUR= (amd64,
+#                      cloud-amd64, rt-amd64) into build/deb/FLAVOUR; not in CI
+#   make rt-latency    a real-time task's wake-up latency while KSM merges,
+#                      unmerges and migrates: ours beside stock, both built
+#                      with Debian's PREEMPT_RT configuration; not in CI
 #   make kernel | stock-kernel | guest | deps | clean
 
 SHELL := /bin/bash
 S := scripts
+# make deb FLAVOUR=NAME: Debian's flavour, not the test kernel's flavour.
+FLAVOUR_DEB := $(if $(filter command line,$(origin FLAVOUR)),$(FLAVOUR),amd64)
 FLAVOUR := $(if $(filter n,$(KSM)),noksm,$(if $(filter kasan,$(DEBUG)),ksm-kasan,ksm))
 # SOAK=SECONDS: the soak plan, each test (and the whole boot) bounded to
 # match; KASAN's kernel runs the suites several times slower.
 RUN_ENV := $(if $(SOAK),APPEND="samepage.plan=plan-soak samepage.soak=$(SOAK) samepage.limit=$$(($(SOAK) * 3 + 300))" TIMEOUT=$$(($(SOAK) * 3 + 900))) \
 	$(if $(filter kasan,$(DEBUG)),$(if $(SOAK),,TIMEOUT=6000 APPEND=samepage.limit=1800))
 
-.PHONY: all demo test test-stock bench abi-diff series refresh matrix kernel \
+.PHONY: all demo test test-stock bench abi-diff series refresh matrix deb rt-latency kernel \
 	stock-kernel noksm-kernel guest deps clean guest-progs
 
 all: test
@@ -87,6 +95,13 @@ refresh:
 matrix: deps
 	@$(S)/prepare-tree.sh
 	@$(S)/matrix.sh $(CONFIGS)
+
+deb:
+	@$(S)/install-deps.sh deb
+	@FLAVOUR=$(FLAVOUR_DEB) $(S)/deb.sh
+
+rt-latency: deps
+	@RUNS=$(or $(RUNS),1) $(S)/rt-latency.sh
 
 clean:
 	rm -rf build

@@ -8,7 +8,8 @@
 # the fragment kernel/config/matrix/NAME.config on top, for make matrix; a
 # fragment whose first line is "# arch: i386" builds for that ARCH, one
 # whose first line is "# base: FILE" starts from Debian's configuration
-# /usr/src/linux-config-6.12/FILE.xz instead of tinyconfig), and
+# /usr/src/linux-config-6.12/FILE.xz instead of tinyconfig),
+# stock-matrix-NAME (the pristine tree under such a Debian fragment), and
 # series (the tree of build/series-am at one patch of the series, with our
 # test config, for make series CHECK=build).
 # The image lands in build/FLAVOUR/bzImage.
@@ -28,8 +29,8 @@ frag=$TOP/kernel/config/samepage.config
 
 arch=x86_64 base=
 case $flavour in
-matrix-*)
-	mfrag=$TOP/kernel/config/matrix/${flavour#matrix-}.config
+matrix-* | stock-matrix-*)
+	mfrag=$TOP/kernel/config/matrix/${flavour#*matrix-}.config
 	[ -f "$mfrag" ] || die "no fragment $mfrag"
 	arch=$(sed -n '1s/^# arch: *//p' "$mfrag")
 	arch=${arch:-x86_64}
@@ -39,7 +40,11 @@ matrix-*)
 	# (fixdep), a few minutes instead of a cold build each.
 	obj=$src/obj-matrix-$arch
 	# A Debian base shares nothing with tinyconfig: a tree of its own.
-	[ -z "$base" ] || obj=$src/obj-$flavour ;;
+	[ -z "$base" ] || obj=$src/obj-$flavour
+	# Stock under a Debian configuration (scripts/rt-latency.sh): the
+	# fragments on tinyconfig name options only our tree has.
+	[ -n "$base" ] || [ "${flavour#stock-}" = "$flavour" ] ||
+		die "$flavour: stock builds only a Debian configuration (# base:)" ;;
 esac
 mk=(make -C "$src" O="$obj" ARCH="$arch" -j"$JOBS" -s)
 if command -v ccache >/dev/null; then
@@ -53,7 +58,7 @@ frags=("$frag")
 case $flavour in
 ksm|series) frags+=("$TOP/kernel/config/series.config") ;;
 ksm-kasan) frags+=("$TOP/kernel/config/series.config" "$TOP/kernel/config/kasan.config") ;;
-matrix-*)
+matrix-* | stock-matrix-*)
 	# series.config's tests need KUnit, which Debian's kernels lack.
 	[ -n "$base" ] || frags+=("$TOP/kernel/config/series.config")
 	frags+=("$mfrag") ;;

@@ -32,10 +32,10 @@ apt_update() {
 # src_of FLAVOR: source tree a kernel flavour builds from.
 src_of() {
 	case $1 in
-	stock|stock-bench) echo "$SRC_STOCK" ;;
+	stock|stock-bench|stock-matrix-*) echo "$SRC_STOCK" ;;
 	ksm|noksm|ksm-bench|ksm-kasan|matrix-*) echo "$SRC_KSM" ;;
 	series) echo "${SERIES_SRC:-$BUILD/series-am}" ;;
-	*) die "unknown kernel flavour '$1' (ksm, stock, noksm, ksm-bench, stock-bench, ksm-kasan, matrix-NAME, series)" ;;
+	*) die "unknown kernel flavour '$1' (ksm, stock, noksm, ksm-bench, stock-bench, ksm-kasan, matrix-NAME, stock-matrix-NAME, series)" ;;
 	esac
 }
 
