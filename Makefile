@@ -20,6 +20,8 @@
 #   make deb           Debian packages (linux-image, linux-headers) of our
 #                      kernel with Debian's configuration of FLAVOUR= (amd64,
 #                      cloud-amd64, rt-amd64) into build/deb/FLAVOUR; not in CI
+#   make deb-check     boot the packaged kernel of FLAVOUR (default cloud-amd64)
+#                      with its zram module loaded, run tests/plan-matrix
 #   make rt-latency    a real-time task's wake-up latency while KSM merges,
 #                      unmerges and migrates: ours beside stock, both built
 #                      with Debian's PREEMPT_RT configuration; not in CI
@@ -35,8 +37,8 @@ FLAVOUR := $(if $(filter n,$(KSM)),noksm,$(if $(filter kasan,$(DEBUG)),ksm-kasan
 RUN_ENV := $(if $(SOAK),APPEND="samepage.plan=plan-soak samepage.soak=$(SOAK) samepage.limit=$$(($(SOAK) * 3 + 300))" TIMEOUT=$$(($(SOAK) * 3 + 900))) \
 	$(if $(filter kasan,$(DEBUG)),$(if $(SOAK),,TIMEOUT=6000 APPEND=samepage.limit=1800))
 
-.PHONY: all demo test test-stock bench abi-diff series refresh matrix deb rt-latency kernel \
-	stock-kernel noksm-kernel guest deps clean guest-progs
+.PHONY: all demo test test-stock bench abi-diff series refresh matrix deb deb-check rt-latency \
+	kernel stock-kernel noksm-kernel guest deps clean guest-progs
 
 all: test
 
@@ -99,6 +101,9 @@ matrix: deps
 deb:
 	@$(S)/install-deps.sh deb
 	@FLAVOUR=$(FLAVOUR_DEB) $(S)/deb.sh
+
+deb-check: deps
+	@FLAVOUR=$(if $(filter command line,$(origin FLAVOUR)),$(FLAVOUR),cloud-amd64) $(S)/deb-check.sh
 
 rt-latency: deps
 	@RUNS=$(or $(RUNS),1) $(S)/rt-latency.sh

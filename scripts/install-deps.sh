@@ -3,16 +3,21 @@
 # install-deps.sh i386: also what a 32-bit x86 guest needs (make matrix's
 # i386 configuration, never make test): gcc -m32's libraries, and Debian's
 # i386 busybox-static and libnuma-dev, fetched below.
+# install-deps.sh deb: also what make deb needs to build packages.
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 
 i386=
 [ "${1:-}" = i386 ] && i386=1
+deb=
+[ "${1:-}" = deb ] && deb=1
 pkgs=(linux-source-6.12 linux-config-6.12 build-essential flex bison bc
       libelf-dev libssl-dev
       cpio xz-utils gzip file ccache qemu-system-x86 busybox-static
       libnuma-dev gnuplot-nox git python3-ply python3-git procps)
 [ -z "$i386" ] || pkgs+=(gcc-multilib)
+# make deb: what the kernel's bindeb-pkg runs.
+[ -z "$deb" ] || pkgs+=(dpkg-dev fakeroot rsync kmod)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
