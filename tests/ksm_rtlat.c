@@ -6,7 +6,8 @@
  *
  *   rtlat_idle	does nothing (the guest's own floor: emulation, timer);
  *   rtlat_merge	merges MERGE_PAGES pages of a child (pairs);
- *   rtlat_unmerge	unmerges them all on run=2;
+ *   rtlat_unmerge	unmerges them all on run=2 (written from ksmd's CPU,
+ *	where the unmerging then runs);
  *   rtlat_migrate	moves one KSM page with SHARERS sharers between the
  *	two NUMA nodes, MOVES times (move_pages(2), MPOL_MF_MOVE_ALL, called
  *	from ksmd's CPU, where the rmap walk then runs).
@@ -208,39 +209,54 @@ static bool child_content_ok(pid_t pid)
 	return WIFEXITED(status) && !WEXITSTATUS(status);
 }
 
-static void test_merge_unmerge(void)
+/* The child's merge, with the probe on; the child's pid, or 0. */
+static pid_t rtlat_merge(void)
 {
 	pthread_t th;
 	pid_t pid = 0;
 
 	CHECK(ksm_reset() == 0, "reset");
-	if (!CHECK(probe_start(&th) == 0, "probe"))
-		goto out;
-	pid = start_child();
-	if (CHECK(pid > 0, "child"))
-		CHECK(ksm_wait_until(child_merged, &pid, 12),
-		      "merged %ld of %d", ksm_stat(pid, "ksm_merging_pages"),
-		      MERGE_PAGES);
-	probe_stop(th, "merge");
-	ktap_result(checks_passed(), "rtlat_merge");
-	if (pid <= 0) {
-		ktap_skip_named("rtlat_unmerge", "no merged child");
-		return;
+	if (CHECK(probe_start(&th) == 0, "probe")) {
+		pid = start_child();
+		if (CHECK(pid > 0, "child"))
+			CHECK(ksm_wait_until(child_merged, &pid, 12),
+			      "merged %ld of %d",
+			      ksm_stat(pid, "ksm_merging_pages"), MERGE_PAGES);
+		probe_stop(th, "merge");
 	}
+	ktap_result(checks_passed(), "rtlat_merge");
+	return pid > 0 ? pid : 0;
+}
 
-	if (!CHECK(probe_start(&th) == 0, "probe"))
-		goto out;
-	CHECK(ksm_write("run", 2) == 0, "run=2");
-	probe_stop(th, "unmerge");
+/* run=2 with the probe on; @pid's child is reaped here. */
+static void rtlat_unmerge(pid_t pid)
+{
+	cpu_set_t cpus;
+	pthread_t th;
+
+	/* run=2 unmerges in the writer's context: on the probe's CPU too. */
+	sched_getaffinity(0, sizeof(cpus), &cpus);
+	pin(0);
+	if (CHECK(probe_start(&th) == 0, "probe")) {
+		CHECK(ksm_write("run", 2) == 0, "run=2");
+		probe_stop(th, "unmerge");
+	}
+	sched_setaffinity(0, sizeof(cpus), &cpus);
 	CHECK(ksm_stat(pid, "ksm_merging_pages") == 0,
 	      "merging %ld after run=2", ksm_stat(pid, "ksm_merging_pages"));
 	CHECK(child_content_ok(pid), "the child's pages hold their content");
-	pid = 0;
-	ktap_result(checks_passed(), "rtlat_unmerge");
-out:
-	if (pid > 0)
-		kill_all(&pid, 1);
 	ksm_write("run", 1);
+	ktap_result(checks_passed(), "rtlat_unmerge");
+}
+
+static void test_merge_unmerge(void)
+{
+	pid_t pid = rtlat_merge();
+
+	if (pid)
+		rtlat_unmerge(pid);
+	else
+		ktap_skip_named("rtlat_unmerge", "no merged child");
 }
 
 /* The node of the page at @p, or -errno. */
