@@ -21,7 +21,7 @@ rt-amd64) base=config.amd64_rt_amd64 ;;
 esac
 [ -f "$DEBIAN_CONFIGS/$base.xz" ] ||
 	die "no $DEBIAN_CONFIGS/$base.xz (apt-get install linux-config-6.12)"
-for tool in dpkg-buildpackage fakeroot rsync bc kmod cpio; do
+for tool in dpkg-buildpackage dh_listpackages fakeroot rsync bc kmod cpio; do
 	command -v "$tool" >/dev/null ||
 		die "no $tool: scripts/install-deps.sh installs what make deb needs"
 done
@@ -55,10 +55,11 @@ rm -f "$src"/linux-*.deb "$src"/linux-*.buildinfo "$src"/linux-*.changes
 note "building the $flavour packages in $obj"
 start=$(date +%s)
 # LOCALVERSION= keeps setlocalversion from adding "+" for the git tree
-# the source lives in; -d: debian/control names debhelper-compat, which
-# the binary build does not use.
-# The packages' version names the kernel's and our commit, which the
-# installed package then tells (dpkg -l 'linux-image-*samepage*').
+# the source lives in. The packages' version names the kernel's and our
+# commit, which the installed package then tells (dpkg -l
+# 'linux-image-*samepage*'). -d: debian/control also names a cross
+# compiler package (gcc-x86-64-linux-gnu) that a native build does not
+# use; debian/rules runs debhelper's dh_listpackages.
 pkgver=$("${mk[@]}" -s kernelversion)-samepage.$(git -C "$TOP" rev-parse --short HEAD)
 "${mk[@]}" bindeb-pkg KDEB_SOURCENAME=linux-samepage LOCALVERSION= \
 	KDEB_PKGVERSION="$pkgver" DPKG_FLAGS=-d >"$obj/deb.log" 2>&1 ||
@@ -72,9 +73,11 @@ rm -f "$src"/linux-*.buildinfo "$src"/linux-*.changes
 	for deb in "$out"/*.deb; do
 		echo "## $(basename "$deb"): $(du -h "$deb" | cut -f1)"
 		dpkg-deb --field "$deb" Package Version Installed-Size
-		dpkg-deb --contents "$deb" | awk '{ print $6 }' | grep -v '/$' |
-			sed 's/^/  /' | head -n 40
-		echo "  ($(dpkg-deb --contents "$deb" | grep -vc '/$') files)"
+		# Files only, the first 40 of them (awk reads to the end: no
+		# broken pipe under pipefail).
+		dpkg-deb --contents "$deb" | awk '$6 !~ /\/$/ { n++;
+			if (n <= 40) print "  " $6 }
+			END { print "  (" n " files)" }'
 	done
 } > "$out/contents.txt"
 ls -l "$out"

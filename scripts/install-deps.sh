@@ -17,7 +17,7 @@ pkgs=(linux-source-6.12 linux-config-6.12 build-essential flex bison bc
       libnuma-dev gnuplot-nox git python3-ply python3-git procps)
 [ -z "$i386" ] || pkgs+=(gcc-multilib)
 # make deb: what the kernel's bindeb-pkg runs.
-[ -z "$deb" ] || pkgs+=(dpkg-dev fakeroot rsync kmod)
+[ -z "$deb" ] || pkgs+=(dpkg-dev debhelper fakeroot rsync kmod)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
