@@ -79,35 +79,12 @@ static void *probe(void *arg)
 	return NULL;
 }
 
-static int pin(pid_t pid)
-{
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(PROBE_CPU, &set);
-	return sched_setaffinity(pid, sizeof(set), &set);
-}
-
 /* Start the probe on PROBE_CPU at SCHED_FIFO 50; 0 or an error number. */
 static int probe_start(pthread_t *th)
 {
-	struct sched_param sp = { .sched_priority = 50 };
-	pthread_attr_t attr;
-	cpu_set_t set;
-	int err;
-
 	worst_ms = 0;
 	probing = 1;
-	CPU_ZERO(&set);
-	CPU_SET(PROBE_CPU, &set);
-	pthread_attr_init(&attr);
-	pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
-	pthread_attr_setschedpolicy(&attr, SCHED_FIFO);
-	pthread_attr_setschedparam(&attr, &sp);
-	pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
-	err = pthread_create(th, &attr, probe, NULL);
-	pthread_attr_destroy(&attr);
-	return err;
+	return fifo_thread_start(th, PROBE_CPU, 50, probe);
 }
 
 static double probe_stop(pthread_t th)
@@ -115,50 +92,6 @@ static double probe_stop(pthread_t th)
 	probing = 0;
 	pthread_join(th, NULL);
 	return worst_ms;
-}
-
-/* A child with PAGES pages of pairs, registered; it pauses. */
-static pid_t start_child(void)
-{
-	int fds[2];
-	pid_t pid;
-	char c;
-
-	if (pipe(fds))
-		return -1;
-	pid = fork();
-	if (!pid) {
-		char *p = map_pages(PAGES);
-
-		for (size_t i = 0; i < PAGES; i++)
-			fill_pattern(p + i * page_size, SEED, i / 2);
-		c = merge_pages(p, PAGES) ? 'e' : 'r';
-		if (write(fds[1], &c, 1) != 1)
-			_exit(1);
-		/* SIGUSR1: exit 0 if every page holds its content. */
-		for (;;) {
-			sigset_t set;
-			int sig;
-
-			sigemptyset(&set);
-			sigaddset(&set, SIGUSR1);
-			sigprocmask(SIG_BLOCK, &set, NULL);
-			if (sigwait(&set, &sig))
-				_exit(2);
-			for (size_t i = 0; i < PAGES; i++)
-				if (!holds_pattern(p + i * page_size, SEED,
-						   i / 2))
-					_exit(3);
-			_exit(0);
-		}
-	}
-	close(fds[1]);
-	if (pid > 0 && (read(fds[0], &c, 1) != 1 || c != 'r')) {
-		kill_all(&pid, 1);
-		pid = -1;
-	}
-	close(fds[0]);
-	return pid;
 }
 
 static bool child_merged(void *arg)
@@ -179,7 +112,7 @@ static pid_t merged_child(void)
 	pid_t pid;
 
 	CHECK(ksm_reset() == 0, "reset");
-	pid = start_child();
+	pid = pairs_child_start(PAGES, SEED);
 	if (!CHECK(pid > 0, "child"))
 		return 0;
 	if (!CHECK(ksm_wait_until(child_merged, &pid, 12), "merged")) {
@@ -235,16 +168,6 @@ out:
 	if (pid > 0)
 		kill_all(&pid, 1);
 	ktap_result(checks_passed(), "latency_run2");
-}
-
-/* The child's pages hold their content (it exits, reaped here). */
-static bool child_content_ok(pid_t pid)
-{
-	int status;
-
-	if (kill(pid, SIGUSR1) || waitpid(pid, &status, 0) != pid)
-		return false;
-	return WIFEXITED(status) && !WEXITSTATUS(status);
 }
 
 struct run2 {
@@ -303,7 +226,7 @@ static void test_settings_during_run2(bool samepage)
 	CHECK(t + write_ms < r.end_ms, "the write returned after run=2");
 	CHECK(ksm_stat(pid, "ksm_merging_pages") == 0,
 	      "merging %ld after run=2", ksm_stat(pid, "ksm_merging_pages"));
-	CHECK(child_content_ok(pid), "the child's pages hold their content");
+	CHECK(pairs_child_content_ok(pid), "the child's pages hold their content");
 	pid = 0;
 out:
 	if (pid > 0)
@@ -320,8 +243,7 @@ int main(void)
 
 	ksm_save_settings();
 	ktap_plan(ARRAY_SIZE(names));
-	if (sched_getaffinity(ksmd_pid(), sizeof(ksmd_cpus), &ksmd_cpus) ||
-	    pin(ksmd_pid()))
+	if (ksmd_pin(PROBE_CPU, &ksmd_cpus))
 		return ktap_skip_all(names, ARRAY_SIZE(names),
 				     "cannot pin ksmd");
 	test_exit();

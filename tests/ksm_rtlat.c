@@ -87,37 +87,14 @@ static void *probe(void *arg)
 	return NULL;
 }
 
-static int pin(pid_t pid)
-{
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(PROBE_CPU, &set);
-	return sched_setaffinity(pid, sizeof(set), &set);
-}
-
 /* Start the probe on PROBE_CPU at SCHED_FIFO 80; 0 or an error number. */
 static int probe_start(pthread_t *th)
 {
-	struct sched_param sp = { .sched_priority = 80 };
-	pthread_attr_t attr;
-	cpu_set_t set;
-	int err;
-
 	memset(hist, 0, sizeof(hist));
 	worst_us = 0;
 	wakeups = 0;
 	probing = 1;
-	CPU_ZERO(&set);
-	CPU_SET(PROBE_CPU, &set);
-	pthread_attr_init(&attr);
-	pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
-	pthread_attr_setschedpolicy(&attr, SCHED_FIFO);
-	pthread_attr_setschedparam(&attr, &sp);
-	pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
-	err = pthread_create(th, &attr, probe, NULL);
-	pthread_attr_destroy(&attr);
-	return err;
+	return fifo_thread_start(th, PROBE_CPU, 80, probe);
 }
 
 /* Stop the probe, print the phase's line, check the bound. */
@@ -152,61 +129,9 @@ static void test_idle(void)
 	ktap_result(checks_passed(), "rtlat_idle");
 }
 
-/*
- * A child with MERGE_PAGES pages of pairs, made mergeable; it pauses. On
- * SIGTERM it exits 0 if every page still holds its content, else 3.
- */
-static pid_t start_child(void)
-{
-	int fds[2];
-	pid_t pid;
-	char c;
-
-	if (pipe(fds))
-		return -1;
-	pid = fork();
-	if (!pid) {
-		char *p = map_pages(MERGE_PAGES);
-		sigset_t set;
-		int sig;
-
-		sigemptyset(&set);
-		sigaddset(&set, SIGTERM);
-		sigprocmask(SIG_BLOCK, &set, NULL);
-		for (size_t i = 0; i < MERGE_PAGES; i++)
-			fill_pattern(p + i * page_size, SEED, i / 2);
-		c = merge_pages(p, MERGE_PAGES) ? 'e' : 'r';
-		if (write(fds[1], &c, 1) != 1)
-			_exit(1);
-		if (sigwait(&set, &sig))
-			_exit(2);
-		for (size_t i = 0; i < MERGE_PAGES; i++)
-			if (!holds_pattern(p + i * page_size, SEED, i / 2))
-				_exit(3);
-		_exit(0);
-	}
-	close(fds[1]);
-	if (pid > 0 && (read(fds[0], &c, 1) != 1 || c != 'r')) {
-		kill_all(&pid, 1);
-		pid = -1;
-	}
-	close(fds[0]);
-	return pid;
-}
-
 static bool child_merged(void *arg)
 {
 	return ksm_stat(*(pid_t *)arg, "ksm_merging_pages") == MERGE_PAGES;
-}
-
-/* Tell the child to check its pages and exit; true if they held. */
-static bool child_content_ok(pid_t pid)
-{
-	int status;
-
-	if (kill(pid, SIGTERM) || waitpid(pid, &status, 0) != pid)
-		return false;
-	return WIFEXITED(status) && !WEXITSTATUS(status);
 }
 
 /* The child's merge, with the probe on; the child's pid, or 0. */
@@ -217,7 +142,7 @@ static pid_t rtlat_merge(void)
 
 	CHECK(ksm_reset() == 0, "reset");
 	if (CHECK(probe_start(&th) == 0, "probe")) {
-		pid = start_child();
+		pid = pairs_child_start(MERGE_PAGES, SEED);
 		if (CHECK(pid > 0, "child"))
 			CHECK(ksm_wait_until(child_merged, &pid, 12),
 			      "merged %ld of %d",
@@ -236,7 +161,7 @@ static void rtlat_unmerge(pid_t pid)
 
 	/* run=2 unmerges in the writer's context: on the probe's CPU too. */
 	sched_getaffinity(0, sizeof(cpus), &cpus);
-	pin(0);
+	pin_to_cpu(0, PROBE_CPU);
 	if (CHECK(probe_start(&th) == 0, "probe")) {
 		CHECK(ksm_write("run", 2) == 0, "run=2");
 		probe_stop(th, "unmerge");
@@ -244,7 +169,7 @@ static void rtlat_unmerge(pid_t pid)
 	sched_setaffinity(0, sizeof(cpus), &cpus);
 	CHECK(ksm_stat(pid, "ksm_merging_pages") == 0,
 	      "merging %ld after run=2", ksm_stat(pid, "ksm_merging_pages"));
-	CHECK(child_content_ok(pid), "the child's pages hold their content");
+	CHECK(pairs_child_content_ok(pid), "the child's pages hold their content");
 	ksm_write("run", 1);
 	ktap_result(checks_passed(), "rtlat_unmerge");
 }
@@ -323,7 +248,7 @@ static void test_migrate(void)
 	/* ksmd still: what the probe sees is the migration's. */
 	ksm_pause();
 	sched_getaffinity(0, sizeof(cpus), &cpus);
-	pin(0);
+	pin_to_cpu(0, PROBE_CPU);
 	if (!CHECK(probe_start(&th) == 0, "probe"))
 		goto restore;
 	node = node_of(p);
@@ -346,22 +271,23 @@ out:
 	ktap_result(checks_passed(), "rtlat_migrate");
 }
 
+/* The phases, in the order main() runs them. */
+static const char *const phases[] = { "rtlat_idle", "rtlat_merge",
+				      "rtlat_unmerge", "rtlat_migrate" };
+
 int main(void)
 {
-	static const char *const names[] = { "rtlat_idle", "rtlat_merge",
-					     "rtlat_unmerge", "rtlat_migrate" };
-	cpu_set_t ksmd_cpus;
+	cpu_set_t was;
+	int n = ARRAY_SIZE(phases);
 
 	ksm_save_settings();
-	ktap_plan(ARRAY_SIZE(names));
-	if (sched_getaffinity(ksmd_pid(), sizeof(ksmd_cpus), &ksmd_cpus) ||
-	    pin(ksmd_pid()))
-		return ktap_skip_all(names, ARRAY_SIZE(names),
-				     "cannot pin ksmd");
+	ktap_plan(n);
+	if (ksmd_pin(PROBE_CPU, &was))
+		return ktap_skip_all(phases, n, "cannot pin ksmd");
 	test_idle();
 	test_merge_unmerge();
 	test_migrate();
-	sched_setaffinity(ksmd_pid(), sizeof(ksmd_cpus), &ksmd_cpus);
+	sched_setaffinity(ksmd_pid(), sizeof(was), &was);
 	ksm_reset();
 	return ktap_finish();
 }

@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -1316,4 +1317,96 @@ const char *swap_memcg_setup(const char *cg)
 	if (err == -ENOENT)
 		return "no memory cgroup controller";
 	return err ? "cannot set up a memory cgroup" : NULL;
+}
+
+int pin_to_cpu(pid_t pid, int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(pid, sizeof(set), &set);
+}
+
+int ksmd_pin(int cpu, cpu_set_t *was)
+{
+	pid_t pid = ksmd_pid();
+
+	if (!pid || sched_getaffinity(pid, sizeof(*was), was))
+		return -1;
+	return pin_to_cpu(pid, cpu);
+}
+
+int fifo_thread_start(pthread_t *th, int cpu, int prio, void *(*fn)(void *))
+{
+	struct sched_param sp = { .sched_priority = prio };
+	pthread_attr_t attr;
+	cpu_set_t set;
+	int err;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	pthread_attr_init(&attr);
+	pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
+	pthread_attr_setschedpolicy(&attr, SCHED_FIFO);
+	pthread_attr_setschedparam(&attr, &sp);
+	pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
+	err = pthread_create(th, &attr, fn, NULL);
+	pthread_attr_destroy(&attr);
+	return err;
+}
+
+/* pairs_child_start()'s child: never returns. */
+static void pairs_child(size_t pages, unsigned int seed, int reply_fd)
+{
+	char *p = map_pages(pages);
+	sigset_t set;
+	char c;
+	int sig;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	for (size_t i = 0; i < pages; i++)
+		fill_pattern(p + i * page_size, seed, i / 2);
+	c = merge_pages(p, pages) ? 'e' : 'r';
+	if (write(reply_fd, &c, 1) != 1)
+		_exit(1);
+	if (sigwait(&set, &sig))
+		_exit(2);
+	for (size_t i = 0; i < pages; i++)
+		if (!holds_pattern(p + i * page_size, seed, i / 2))
+			_exit(3);
+	_exit(0);
+}
+
+pid_t pairs_child_start(size_t pages, unsigned int seed)
+{
+	int fds[2];
+	pid_t pid;
+	char c;
+
+	if (pipe(fds))
+		return -1;
+	pid = fork();
+	if (!pid) {
+		close(fds[0]);
+		pairs_child(pages, seed, fds[1]);
+	}
+	close(fds[1]);
+	if (pid > 0 && (read(fds[0], &c, 1) != 1 || c != 'r')) {
+		kill_all(&pid, 1);
+		pid = -1;
+	}
+	close(fds[0]);
+	return pid;
+}
+
+bool pairs_child_content_ok(pid_t pid)
+{
+	int status;
+
+	if (kill(pid, SIGUSR1) || waitpid(pid, &status, 0) != pid)
+		return false;
+	return WIFEXITED(status) && !WEXITSTATUS(status);
 }

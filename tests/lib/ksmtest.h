@@ -7,6 +7,8 @@
 #ifndef KSMTEST_H
 #define KSMTEST_H
 
+#include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -276,5 +278,24 @@ bool kid_load_merged(const char *cg, char *region, size_t n,
  */
 int shared_pages_swapped(const pid_t *pid, int k, const char *region,
 			 size_t n, int *present);
+
+/*
+ * Fork a child that maps @pages pages, pages 2k and 2k+1 alike (pattern
+ * (@seed, k)), makes them mergeable and pauses: its pid, or -1. On
+ * SIGUSR1 it exits, 0 if every page still holds its content.
+ */
+pid_t pairs_child_start(size_t pages, unsigned int seed);
+/* SIGUSR1 to such a child, reaped here: did its pages hold? */
+bool pairs_child_content_ok(pid_t pid);
+
+/* Run task @pid (0: the caller) on CPU @cpu only; 0 or -1. */
+int pin_to_cpu(pid_t pid, int cpu);
+/* Pin ksmd to CPU @cpu, its CPUs before into *@was; 0 or -1. */
+int ksmd_pin(int cpu, cpu_set_t *was);
+/*
+ * Start thread *@th running @fn(NULL) at SCHED_FIFO @prio on CPU @cpu
+ * only, for a latency probe; 0 or an error number.
+ */
+int fifo_thread_start(pthread_t *th, int cpu, int prio, void *(*fn)(void *));
 
 #endif
