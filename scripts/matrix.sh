@@ -11,6 +11,11 @@
 # object tree (scripts/build-kernel.sh), so after the first build of each
 # architecture (10-18 minutes here) a configuration takes a few minutes;
 # it is not part of make test.
+#
+# FULL=1 boots each x86_64 configuration with the whole plan
+# (tests/plan, the guest make test runs) instead: a configuration's
+# tests/skips-NAME lists the whole plan's skips too. Logs in
+# build/logs/matrix-full/NAME/.
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 
@@ -23,7 +28,7 @@ else
 	done
 fi
 
-out=$BUILD/logs/matrix
+out=$BUILD/logs/matrix${FULL:+-full}
 mkdir -p "$out"
 pass=0 fail=0
 
@@ -40,6 +45,7 @@ guest_stale() {
 # boot_one NAME FLAVOUR: the short plan on FLAVOUR's kernel; 0 if clean.
 boot_one() {
 	local dir=$out/$1 arch guest=$BUILD/guest-matrix
+	[ -z "${FULL:-}" ] || guest=$BUILD/guest-matrix-full
 	arch=$(sed -n '1s/^# arch: *//p' "$TOP/kernel/config/matrix/$1.config" 2>/dev/null || true)
 	case ${arch:-x86_64} in
 	x86_64) ;;
@@ -71,7 +77,13 @@ boot_one() {
 		"$TOP/scripts/run-tests.sh" "$2" > "$dir/report" 2>&1
 }
 
-if guest_stale "$BUILD/guest-matrix"; then
+if [ -n "${FULL:-}" ]; then
+	if guest_stale "$BUILD/guest-matrix-full"; then
+		GUEST=$BUILD/guest-matrix-full "$TOP/scripts/build-guest.sh" \
+			>/dev/null 2>&1 ||
+			die "could not build the whole plan's guest (scripts/build-guest.sh)"
+	fi
+elif guest_stale "$BUILD/guest-matrix"; then
 	GUEST=$BUILD/guest-matrix PLAN=$TOP/tests/plan-matrix \
 		"$TOP/scripts/build-guest.sh" >/dev/null 2>&1 ||
 		die "could not build the matrix guest (PLAN=tests/plan-matrix scripts/build-guest.sh)"
