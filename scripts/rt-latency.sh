@@ -7,18 +7,34 @@
 # unmerges and migrates a widely shared KSM page). Prints one table row a
 # phase: worst and 99.9th percentile wake-up latency on each kernel.
 # RUNS=N boots each kernel N times (default 1), alternating, and reports
-# each phase's worst and its median p99.9 over the runs. Fails when a
-# test fails or our worst exceeds stock's for a phase other than idle.
-# Logs in build/logs/rt-latency/. Not part of make test (two cold builds
-# of a Debian kernel, 25 minutes each here).
+# each phase's worst and its median p99.9 over the runs.
+#
+# MODE=icount (the default) boots one CPU under -icount (scripts/boot.sh
+# ICOUNT=1): guest time counts instructions, so what the probe sees is
+# the kernel's own work between the timer and the wake-up, the same from
+# run to run and free of the host's load; the probe shares the CPU with
+# ksmd, the unmerging and the migration. MODE=wall boots two CPUs in
+# real time: the emulation's own jitter (the idle row) is then of the
+# order of the figures.
+#
+# Fails when a test fails, or when our worst in a phase exceeds both
+# stock's worst there and the idle floor (the larger idle worst of the
+# two kernels). Logs in build/logs/rt-latency/MODE/. Not part of make
+# test (two cold builds of a Debian kernel, about 25 minutes each here).
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 
 name=${1:-debian-rt}
 runs=${RUNS:-1}
+mode=${MODE:-icount}
 guest=$BUILD/guest-rtlat
-out=$BUILD/logs/rt-latency
+out=$BUILD/logs/rt-latency/$mode
 mkdir -p "$out"
+case $mode in
+icount) export ICOUNT=1 SMP=1 ;;
+wall) export ICOUNT=0 SMP=2 ;;
+*) die "MODE is icount or wall, not '$mode'" ;;
+esac
 
 "$TOP/scripts/build-kernel.sh" "matrix-$name"
 "$TOP/scripts/build-kernel.sh" "stock-matrix-$name"
@@ -46,7 +62,7 @@ for k in ours stock; do
 	done
 done > "$out/samples.txt"
 
-awk -v runs="$runs" '
+awk -v runs="$runs" -v mode="$mode" '
 	{ k = $1; p = $2; n[k, p]++; v[k, p, n[k, p]] = $4
 	  if ($3 > w[k, p]) w[k, p] = $3
 	  if (!(p in seen)) { seen[p] = 1; order[++np] = p } }
@@ -58,15 +74,19 @@ awk -v runs="$runs" '
 		return m ? a[int((m + 1) / 2)] : "-"
 	}
 	END {
-		printf "%-8s %12s %12s %12s %12s  (us; %d run(s) each)\n", \
+		printf "%-8s %12s %12s %12s %12s  (us; %s, %d run(s) each)\n", \
 			"phase", "ours worst", "stock worst", "ours p99.9", \
-			"stock p99.9", runs
+			"stock p99.9", mode, runs
+		floor = w["ours", "idle"] > w["stock", "idle"] ? \
+			w["ours", "idle"] : w["stock", "idle"]
 		bad = 0
 		for (i = 1; i <= np; i++) {
 			p = order[i]
 			printf "%-8s %12s %12s %12s %12s\n", p, w["ours", p], \
 				w["stock", p], median("ours", p), median("stock", p)
-			if (p != "idle" && w["ours", p] > w["stock", p]) bad = 1
+			if (p != "idle" && w["ours", p] > w["stock", p] &&
+			    w["ours", p] > floor)
+				bad = 1
 		}
 		exit bad
 	}' "$out/samples.txt" | tee "$out/table.txt" || failed=1
