@@ -751,14 +751,39 @@ void sp_unvisited(struct sp_slot *slot, unsigned long addr, unsigned int how)
 		sp_set_state(slot, vpn, st);
 }
 
+/*
+ * The hash a candidate of state word @st at page @vpn of @t (whose mm
+ * the caller holds) was added under: the state word keeps all of it on
+ * 64-bit; on 32-bit it keeps 15 bits of the 64 the index uses, and the
+ * page is read again. False if the page is gone or no longer has the
+ * hash the state word saw (it changed since, and the entry is stale).
+ */
+static bool sp_cand_hash(struct sp_slot *t, unsigned long vpn,
+			 unsigned long st, u64 *hash)
+{
+	struct page *page;
+
+	if (SP_CLEAN_SKIP) {
+		*hash = sp_st_hash(st);
+		return true;
+	}
+	page = sp_get_page_at(t->mm, vpn << PAGE_SHIFT);
+	if (!page)
+		return false;
+	*hash = sp_hash_page(page) & SP_HASH_MASK;
+	put_page(page);
+	return sp_st_hash_is(st, *hash);
+}
+
 /**
  * sp_cand_key_of - the key a candidate entry was added under
  * @loc: the entry's loc
  * @key: the key, on success
  *
  * The candidate table keeps eight bits of a key (index.c); the rest is
- * the hash in the candidate's state word, in its slot's domain.
- * sp_mutex held: a state word changes only under it.
+ * the hash in the candidate's state word (on 32-bit, the page's hash
+ * taken again), in its slot's domain. sp_mutex held: a state word
+ * changes only under it.
  *
  * Return: false if the page at @loc is no candidate now, or its mm exits.
  */
@@ -767,7 +792,8 @@ bool sp_cand_key_of(u64 loc, u64 *key)
 	struct mm_struct *mm;
 	unsigned long st;
 	struct sp_slot *t;
-	bool other;
+	bool ok, other;
+	u64 hash;
 	void *e;
 
 	lockdep_assert_held(&sp_mutex);
@@ -776,10 +802,11 @@ bool sp_cand_key_of(u64 loc, u64 *key)
 		return false;
 	e = xa_load(&t->pages, sp_loc_vpn(loc));
 	st = xa_is_value(e) ? xa_to_value(e) : 0;
-	if (sp_st_cand(st))
-		*key = sp_key(t, sp_st_hash(st));
+	ok = sp_st_cand(st) && sp_cand_hash(t, sp_loc_vpn(loc), st, &hash);
+	if (ok)
+		*key = sp_key(t, hash);
 	mmput_async(mm);
-	return sp_st_cand(st);
+	return ok;
 }
 
 #ifdef CONFIG_KSM_VISIT_KUNIT_TEST
