@@ -388,6 +388,15 @@ static void check_cost(const char *what, long cost, long grew, bool upper)
 		ktap_diag("%s: slab debugging, not compared", what);
 		return;
 	}
+	/*
+	 * A lower bound only, and no growth at all: every object went into
+	 * slabs earlier tests had left partly free (seen once in a whole
+	 * run: 176 KB of metadata, Slab: unmoved), which bounds nothing.
+	 */
+	if (!upper && !grew) {
+		ktap_diag("%s: slab did not grow, not compared", what);
+		return;
+	}
 	CHECK(grew > 0 && cost * 2 >= grew &&
 	      (!upper || cost <= grew * 2),
 	      "%s: metadata %ld bytes, slab grew %ld", what, cost, grew);
