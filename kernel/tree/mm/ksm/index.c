@@ -180,9 +180,9 @@ int sp_page_cmp(struct page *a, struct page *b)
  * probes that cannot match are refused without looking further. An entry
  * whose epoch is past is empty: a new pass empties the table by moving to
  * the next epoch, and the marks are renumbered only when the epochs wrap
- * around, once in about 240 passes (sp_cand_rebase()). An entry of a live epoch with slot id 0
- * (SP_CE_DEAD) is one whose candidate was found gone: it keeps the probe
- * sequences that pass it intact.
+ * around, once in about 240 passes (sp_cand_rebase()). An entry of a
+ * live epoch with slot id 0 (SP_CE_DEAD) is one whose candidate was found
+ * gone: it keeps the probe sequences that pass it intact.
  *
  * ksmd's candidates are good for the pass that found them. A merge on
  * request's are good for SP_CE_LASTS passes: the next request, from the

@@ -50,8 +50,8 @@ static struct sp_slot *sp_request_slot(struct mm_struct *mm)
  * Room in the candidate table for @n more pages of a request, keeping
  * the candidates it holds: those of an earlier request must last until
  * the next instance's (index.c, SP_CE_LASTS), and a larger table places
- * each again under the key its page's state word gives. One gone since
- * is left out.
+ * each again under its key (sp_cand_key_of()). One gone or changed
+ * since is left out.
  */
 static void sp_request_room(unsigned long n)
 {
