@@ -21,6 +21,11 @@
 # stock's worst there and the idle floor (the larger idle worst of the
 # two kernels). Logs in build/logs/rt-latency/MODE/. Not part of make
 # test (two cold builds of a Debian kernel, about 25 minutes each here).
+#
+# APPEND="PARAMS" boots both kernels with more parameters, for instance
+# rcu_nocbs=0, which offloads RCU's callbacks from the probe's CPU as
+# real-time hosts do for their latency-critical CPUs; logs then go to
+# build/logs/rt-latency/MODE-PARAMS/.
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 
@@ -29,6 +34,7 @@ runs=${RUNS:-1}
 mode=${MODE:-icount}
 guest=$BUILD/guest-rtlat
 out=$BUILD/logs/rt-latency/$mode
+[ -z "${APPEND:-}" ] || out=$out-$(printf '%s' "$APPEND" | tr -cs 'a-zA-Z0-9=,.' '_')
 mkdir -p "$out"
 case $mode in
 icount) export ICOUNT=1 SMP=1 ;;
@@ -62,7 +68,7 @@ for k in ours stock; do
 	done
 done > "$out/samples.txt"
 
-awk -v runs="$runs" -v mode="$mode" '
+awk -v runs="$runs" -v mode="$mode" -v params="${APPEND:+ $APPEND}" '
 	{ k = $1; p = $2; n[k, p]++; v[k, p, n[k, p]] = $4
 	  if ($3 > w[k, p]) w[k, p] = $3
 	  if (!(p in seen)) { seen[p] = 1; order[++np] = p } }
@@ -74,9 +80,9 @@ awk -v runs="$runs" -v mode="$mode" '
 		return m ? a[int((m + 1) / 2)] : "-"
 	}
 	END {
-		printf "%-8s %12s %12s %12s %12s  (us; %s, %d run(s) each)\n", \
+		printf "%-8s %12s %12s %12s %12s  (us; %s%s, %d run(s) each)\n", \
 			"phase", "ours worst", "stock worst", "ours p99.9", \
-			"stock p99.9", mode, runs
+			"stock p99.9", mode, params, runs
 		floor = w["ours", "idle"] > w["stock", "idle"] ? \
 			w["ours", "idle"] : w["stock", "idle"]
 		bad = 0
