@@ -295,8 +295,9 @@ static void sp_sharer_unlink(struct sp_knode *node, struct sp_sharer *sh,
 }
 
 /*
- * The entries a batch of sp_forget_batch() erases itself: pages @first to
- * @last of @slot. A stale node freed in the batch leaves them be.
+ * The entries the caller of sp_drop_sharers() erases itself, pages @first
+ * to @last of @slot (none while @first > @last): a stale node freed on
+ * the way leaves them be.
  */
 struct sp_erasing {
 	struct sp_slot *slot;
@@ -560,19 +561,21 @@ static void sp_erase_range(struct sp_slot *slot, unsigned long first,
 }
 
 /*
- * Forget up to SP_FORGET_BATCH entries of @slot from page *@vpn on: one
- * walk under RCU gathers and counts them, their sharers are
- * dropped, and one store erases them; *@vpn moves past them. Returns how
- * many there were. Only sp_mutex holders change the entries, so the walk
- * sees each of them as the erase finds it. @slot is the cursor's, which
- * __ksm_exit() leaves to ksmd, so it stays while the batch touches it.
+ * Forget up to SP_FORGET_BATCH entries of @e->slot from page *@vpn on:
+ * one walk under RCU gathers and counts them, and their sharers are
+ * dropped; *@vpn moves past them, and @e's range now ends with them.
+ * Returns how many there were. The entries stay, pointing at nodes that
+ * may be gone, until the caller erases @e's range (sp_forget_erase()):
+ * only sp_mutex holders look at a slot's entries, and the caller keeps
+ * sp_mutex from the batches to the erase. @e->slot is the cursor's,
+ * which __ksm_exit() leaves to ksmd, so it stays while the batch
+ * touches it.
  */
-static unsigned int sp_forget_batch(struct sp_slot *slot, unsigned long *vpn)
+static unsigned int sp_forget_batch(struct sp_erasing *e, unsigned long *vpn)
 {
 	static struct sp_knode *nodes[SP_FORGET_BATCH];	/* under sp_mutex */
 	static unsigned long vpns[SP_FORGET_BATCH];
-	XA_STATE(xas, &slot->pages, *vpn);
-	struct sp_erasing e = { .slot = slot };
+	XA_STATE(xas, &e->slot->pages, *vpn);
 	unsigned int n = 0, seen = 0, cands = 0;
 	void *entry;
 
@@ -580,12 +583,12 @@ static unsigned int sp_forget_batch(struct sp_slot *slot, unsigned long *vpn)
 	xas_for_each(&xas, entry, ULONG_MAX) {
 		if (xas_retry(&xas, entry))
 			continue;
-		if (!seen)
-			e.first = xas.xa_index;
-		e.last = xas.xa_index;
+		if (e->first > e->last)
+			e->first = xas.xa_index;
+		e->last = xas.xa_index;
 		if (!xa_is_value(entry)) {
 			nodes[n] = entry;
-			vpns[n++] = e.last;
+			vpns[n++] = e->last;
 		} else if (sp_st_cand(xa_to_value(entry))) {
 			cands++;
 		}
@@ -598,12 +601,33 @@ static unsigned int sp_forget_batch(struct sp_slot *slot, unsigned long *vpn)
 	/* As sp_account() each entry going, in one go. */
 	sp_stats.tracked -= seen;
 	sp_stats.unshared -= cands;
-	slot->mm->ksm_rmap_items -= seen;
-	sp_drop_sharers(&e, nodes, vpns, n);
-	sp_erase_range(slot, e.first, e.last);
-	*vpn = e.last + 1;
+	e->slot->mm->ksm_rmap_items -= seen;
+	sp_drop_sharers(e, nodes, vpns, n);
+	*vpn = e->last + 1;
 	return seen;
 }
+
+/* Erase the entries of @e's range, which batches forgot, if any. */
+static void sp_forget_erase(struct sp_erasing *e)
+{
+	if (e->first > e->last)
+		return;
+	sp_erase_range(e->slot, e->first, e->last);
+	e->first = ULONG_MAX;
+	e->last = 0;
+}
+
+/*
+ * Entries forgotten between two erases. An erase frees the xarray nodes
+ * it empties through call_rcu(), and while callbacks wait for a grace
+ * period, every scheduler tick on their CPU has RCU work to do (on
+ * PREEMPT_RT it wakes the CPU's rcuc kthread), which a real-time task
+ * woken by that tick waits behind. One erase for many batches sends the
+ * callbacks in a few bursts, rather than a few with every batch all
+ * through the forgetting of a large mm. Bounded all the same: the erase
+ * holds the xarray's lock.
+ */
+#define SP_FORGET_ERASE	(16 * SP_FORGET_BATCH)
 
 /**
  * sp_forget_some - forget the pages of a slot, a budget's worth
@@ -614,18 +638,25 @@ static unsigned int sp_forget_batch(struct sp_slot *slot, unsigned long *vpn)
  */
 bool sp_forget_some(struct sp_slot *slot, unsigned int *budget)
 {
+	struct sp_erasing e = { slot, ULONG_MAX, 0 };
+	unsigned int n = 0, pending = 0;
 	unsigned long vpn = 0;
-	unsigned int n;
 
 	lockdep_assert_held(&sp_mutex);
 	while (*budget) {
-		n = sp_forget_batch(slot, &vpn);
+		n = sp_forget_batch(&e, &vpn);
 		if (!n)
-			return true;
+			break;
 		*budget -= min(n, *budget);
+		pending += n;
+		if (pending >= SP_FORGET_ERASE) {
+			sp_forget_erase(&e);
+			pending = 0;
+		}
 		cond_resched();
 	}
-	return false;
+	sp_forget_erase(&e);
+	return *budget && !n;
 }
 
 /**
@@ -641,11 +672,10 @@ bool sp_forget_some(struct sp_slot *slot, unsigned int *budget)
  */
 void sp_forget_all(struct sp_slot *slot)
 {
-	unsigned long vpn = 0;
+	unsigned int budget = UINT_MAX;
 
-	lockdep_assert_held(&sp_mutex);
-	while (sp_forget_batch(slot, &vpn))
-		cond_resched();
+	while (!sp_forget_some(slot, &budget))
+		budget = UINT_MAX;
 }
 
 /* Free @node if its folio has gone. */
