@@ -564,14 +564,16 @@ static void sp_erase_range(struct sp_slot *slot, unsigned long first,
  * Forget up to SP_FORGET_BATCH entries of @e->slot from page *@vpn on:
  * one walk under RCU gathers and counts them, and their sharers are
  * dropped; *@vpn moves past them, and @e's range now ends with them.
- * Returns how many there were. The entries stay, pointing at nodes that
+ * Returns how many there were, and in *@more whether the walk saw
+ * another entry after them. The entries stay, pointing at nodes that
  * may be gone, until the caller erases @e's range (sp_forget_erase()):
  * only sp_mutex holders look at a slot's entries, and the caller keeps
  * sp_mutex from the batches to the erase. @e->slot is the cursor's,
  * which __ksm_exit() leaves to ksmd, so it stays while the batch
  * touches it.
  */
-static unsigned int sp_forget_batch(struct sp_erasing *e, unsigned long *vpn)
+static unsigned int sp_forget_batch(struct sp_erasing *e, unsigned long *vpn,
+				    bool *more)
 {
 	static struct sp_knode *nodes[SP_FORGET_BATCH];	/* under sp_mutex */
 	static unsigned long vpns[SP_FORGET_BATCH];
@@ -595,6 +597,7 @@ static unsigned int sp_forget_batch(struct sp_erasing *e, unsigned long *vpn)
 		if (++seen == SP_FORGET_BATCH)
 			break;
 	}
+	*more = seen == SP_FORGET_BATCH && xas_find(&xas, ULONG_MAX);
 	rcu_read_unlock();
 	if (!seen)
 		return 0;
@@ -639,24 +642,23 @@ static void sp_forget_erase(struct sp_erasing *e)
 bool sp_forget_some(struct sp_slot *slot, unsigned int *budget)
 {
 	struct sp_erasing e = { slot, ULONG_MAX, 0 };
-	unsigned int n = 0, pending = 0;
+	unsigned int n, pending = 0;
 	unsigned long vpn = 0;
+	bool more = true;
 
 	lockdep_assert_held(&sp_mutex);
-	while (*budget) {
-		n = sp_forget_batch(&e, &vpn);
-		if (!n)
-			break;
+	while (*budget && more) {
+		n = sp_forget_batch(&e, &vpn, &more);
 		*budget -= min(n, *budget);
 		pending += n;
-		if (pending >= SP_FORGET_ERASE) {
+		if (pending >= SP_FORGET_ERASE || !more) {
 			sp_forget_erase(&e);
 			pending = 0;
 		}
 		cond_resched();
 	}
 	sp_forget_erase(&e);
-	return *budget && !n;
+	return !more;
 }
 
 /**
