@@ -154,6 +154,7 @@ enum kind {
 	HALF_X,		/* [0, 128): as HALF_Y's; rest unique */
 	HALF_Y,		/* [0, 128): (seed, i); rest unique */
 	FEW,		/* [0, FEW_DUPS): (seed, i); rest unique */
+	SAME,		/* all (seed, i): two such THPs are equal */
 };
 
 #define FEW_DUPS 16
@@ -181,6 +182,8 @@ static void content_of(enum kind kind, unsigned int seed, int i,
 	case FEW:
 		if (i >= FEW_DUPS)
 			*s = seed + 3;
+		break;
+	case SAME:
 		break;
 	}
 }
@@ -330,12 +333,12 @@ static void test_collapse_within(char *p)
 
 /*
  * HALF: two THPs X and Y whose first 128 subpages are the same, the rest
- * unique. ksmd splits both and merges the 128 pairs: 128 KSM pages, each
+ * unique. ksmd splits both huge mappings and merges the 128 pairs: 128 KSM pages, each
  * mapped once in X and once in Y.
  */
 static bool half_setup(char **x, char **y, unsigned int seed, const char *name)
 {
-	long split = vmstat("thp_split_page");
+	long split = vmstat("thp_split_pmd");
 
 	CHECK(ksm_reset() == 0, "reset");
 	*x = thp_area(HALF_X, seed, name);
@@ -354,8 +357,8 @@ static bool half_setup(char **x, char **y, unsigned int seed, const char *name)
 	CHECK(thp_kb(*x) == 0 && thp_kb(*y) == 0,
 	      "THPs split: AnonHugePages %ld and %ld kB", thp_kb(*x),
 	      thp_kb(*y));
-	CHECK(vmstat("thp_split_page") >= split + 2,
-	      "thp_split_page %ld -> %ld", split, vmstat("thp_split_page"));
+	CHECK(vmstat("thp_split_pmd") >= split + 2,
+	      "thp_split_pmd %ld -> %ld", split, vmstat("thp_split_pmd"));
 	return true;
 }
 
@@ -554,6 +557,48 @@ static void test_change_seen(void)
 }
 
 /*
+ * Two equal THPs X and Y merge into 512 KSM pages: both huge mappings are
+ * split, as mainline does. The content is checked after the merge and
+ * after a write, and the folio splits are told: on samepage, a THP whose
+ * pages all merge into KSM pages needs only its PMD split.
+ */
+static void test_merged_whole(void)
+{
+	const unsigned int seed = 0x7a61;
+	long split = vmstat("thp_split_page");
+	long pmd = vmstat("thp_split_pmd");
+	char *x, *y;
+
+	CHECK(ksm_reset() == 0, "reset");
+	x = thp_area(SAME, seed, "thp_merged_whole");
+	if (!x)
+		return;
+	y = thp_area(SAME, seed, "thp_merged_whole");
+	if (!y) {
+		munmap(x, HPAGE);
+		return;
+	}
+	CHECK(merge_pages(x, SUB) == 0 && merge_pages(y, SUB) == 0,
+	      "madvise");
+	CHECK(ksm_wait_counts(SUB, SUB, 0, 0), "merged");
+	CHECK(!area_wrong(x, SAME, seed, -1) && !area_wrong(y, SAME, seed, -1),
+	      "content after merging");
+	CHECK(thp_kb(x) == 0 && thp_kb(y) == 0, "AnonHugePages %ld and %ld kB",
+	      thp_kb(x), thp_kb(y));
+	ktap_diag("thp_split_page +%ld, thp_split_pmd +%ld",
+		  vmstat("thp_split_page") - split,
+		  vmstat("thp_split_pmd") - pmd);
+	CHECK(vmstat("thp_split_pmd") - pmd >= 2, "both PMDs split");
+	fill_pattern(x, seed + 9, 0);
+	CHECK(holds_pattern(x, seed + 9, 0) && !area_wrong(x, SAME, seed, 0) &&
+	      !area_wrong(y, SAME, seed, -1), "content after a write");
+	CHECK(ksm_wait_counts(SUB, SUB - 1, 1, 0), "after the write");
+	munmap(x, HPAGE);
+	munmap(y, HPAGE);
+	ktap_result(checks_passed(), "thp_merged_whole");
+}
+
+/*
  * samepage only (stock splits a THP at its first match): a THP of which
  * FEW_DUPS subpages have equal small pages elsewhere stays whole and
  * unmerged with thp_split_min at 64, counted in huge_pages_kept; with
@@ -704,6 +749,7 @@ int main(void)
 		"thp_split_merge_across", "madv_collapse_across", "khugepaged",
 		"thp_change_seen", "thp_split_only_when_it_pays",
 		"thp_split_min_rejects_bad_input", "thp_writer_faults",
+		"thp_merged_whole",
 	};
 	time_t started = time(NULL);
 
@@ -739,6 +785,10 @@ int main(void)
 		test_writer_faults();
 	else
 		ktap_skip_named("thp_writer_faults", "no THP");
+	if (thp_ok)
+		test_merged_whole();
+	else
+		ktap_skip_named("thp_merged_whole", "no THP");
 	ktap_diag("%ld s", (long)(time(NULL) - started));
 	return ktap_finish();
 }

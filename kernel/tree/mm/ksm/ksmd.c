@@ -196,10 +196,11 @@ static bool sp_visit_one(struct sp_slot *slot, struct sp_found *f,
 static unsigned int sp_visit_found(struct sp_slot *slot, unsigned int budget)
 {
 	struct sp_found *f = &sp_found;
-	unsigned long next;
+	unsigned long next, splits;
 	unsigned int i;
 
 	for (i = 0; i < f->nr; i++) {
+		splits = sp_stats.thp_split;
 		if (!budget || freezing(current)) {
 			sp_cur.addr = min(sp_cur.addr, f->addr[i]);
 			if (f->page[i])
@@ -208,7 +209,7 @@ static unsigned int sp_visit_found(struct sp_slot *slot, unsigned int budget)
 			sp_stats.scanned++;
 			budget--;
 		}
-		next = sp_found_split(f, i);
+		next = sp_found_split(f, i, splits);
 		if (next)
 			sp_cur.addr = min(sp_cur.addr, next);
 		sp_found_put(f, i);

@@ -11,7 +11,7 @@
  * requested with FAULT_FLAG_UNSHARE. Both PTE changes of a merge reach
  * secondary MMUs through change_pte (set_pte_at_notify()) as well.
  *
- * Layering (see samepage.h): calls into core.c, index.c, rmap.c.
+ * Layering (see samepage.h): calls into core.c, index.c, rmap.c, thp.c.
  */
 #include <linux/mm.h>
 #include <linux/highmem.h>
@@ -254,34 +254,40 @@ int sp_unshare_range(struct vm_area_struct *vma, unsigned long start,
 	return 0;
 }
 
-/* Would a PTE need changing before the page behind it may be shared? */
-static bool sp_pte_needs_protect(struct mm_struct *mm, struct folio *folio,
+/* Would a PTE need changing before @page behind it may be shared? */
+static bool sp_pte_needs_protect(struct mm_struct *mm, struct page *page,
 				 pte_t pte)
 {
-	return pte_write(pte) || pte_dirty(pte) ||
-	       PageAnonExclusive(&folio->page) || mm_tlb_flush_pending(mm);
+	return pte_write(pte) || pte_dirty(pte) || PageAnonExclusive(page) ||
+	       mm_tlb_flush_pending(mm);
 }
 
 /*
- * With the PTE lock held: clear the PTE (flushing the TLB, so that GUP-fast
- * cannot take a new reference), check that the references are the page
- * tables', the swap cache's and ours alone, then put the PTE back read-only
- * and clean. A pinned or otherwise busy page gets its PTE back unchanged.
+ * With the PTE lock held: clear the PTE of @page (flushing the TLB, so that
+ * GUP-fast cannot take a new reference), check that the references to its
+ * folio are the page tables', the swap cache's and ours alone, then put the
+ * PTE back read-only and clean. A pinned or otherwise busy page gets its
+ * PTE back unchanged. Of a large folio, every mapping of any of its pages
+ * holds a reference and counts in its mapcount, and the swap cache holds
+ * one a page: a pin on any of its pages refuses them all.
  */
 static int sp_protect_locked(struct page_vma_mapped_walk *pvmw,
-			     struct folio *folio, pte_t *ptev)
+			     struct folio *folio, struct page *page,
+			     pte_t *ptev)
 {
 	struct vm_area_struct *vma = pvmw->vma;
-	bool exclusive = PageAnonExclusive(&folio->page);
+	bool exclusive = PageAnonExclusive(page);
 	pte_t was, now;
 	int expected;
 
-	flush_cache_page(vma, pvmw->address, folio_pfn(folio));
+	flush_cache_page(vma, pvmw->address, page_to_pfn(page));
 	was = ptep_clear_flush(vma, pvmw->address, pvmw->pte);
 	/* Counted once the PTE is gone: no new mapping can appear now. */
-	expected = folio_mapcount(folio) + 1 + folio_test_swapcache(folio);
+	expected = folio_mapcount(folio) + 1;
+	if (folio_test_swapcache(folio))
+		expected += folio_nr_pages(folio);
 	if (folio_ref_count(folio) != expected ||
-	    (exclusive && folio_try_share_anon_rmap_pte(folio, &folio->page))) {
+	    (exclusive && folio_try_share_anon_rmap_pte(folio, page))) {
 		set_pte_at(vma->vm_mm, pvmw->address, pvmw->pte, was);
 		return -EBUSY;
 	}
@@ -304,8 +310,9 @@ static bool sp_written_since(struct mm_struct *mm, pte_t pte)
 }
 
 /*
- * Make the PTE of a locked small anonymous folio in @vma read-only, so
- * that its content can be compared and shared. *@ptev gets the PTE.
+ * Make the PTE of @page, of a locked anonymous folio mapped by PTEs in
+ * @vma, read-only, so that its content can be compared and shared. *@ptev
+ * gets the PTE.
  * @held says the page's hash was taken while ksmd had its PTE clean
  * (walk.c): a PTE written since says that hash no longer holds, and the
  * merge is refused (-EAGAIN), the PTE left as it is. Cleaning it here
@@ -313,13 +320,19 @@ static bool sp_written_since(struct mm_struct *mm, pte_t pte)
  * hash; left dirty, it is read at its next visit.
  */
 static int sp_wrprotect(struct vm_area_struct *vma, struct folio *folio,
-			pte_t *ptev, bool held)
+			struct page *page, pte_t *ptev, bool held)
 {
-	DEFINE_FOLIO_VMA_WALK(pvmw, folio, vma, 0, 0);
+	/* The walk of the one page, not of the folio's first mapped one. */
+	struct page_vma_mapped_walk pvmw = {
+		.pfn = page_to_pfn(page),
+		.nr_pages = 1,
+		.pgoff = folio_pgoff(folio) + folio_page_idx(folio, page),
+		.vma = vma,
+	};
 	struct mmu_notifier_range range;
 	int err = -EFAULT;
 
-	pvmw.address = page_address_in_vma(&folio->page, vma);
+	pvmw.address = page_address_in_vma(page, vma);
 	if (pvmw.address == -EFAULT)
 		return -EFAULT;
 	mmu_notifier_range_init(&range, MMU_NOTIFY_CLEAR, 0, vma->vm_mm,
@@ -331,8 +344,9 @@ static int sp_wrprotect(struct vm_area_struct *vma, struct folio *folio,
 			err = 0;
 			if (held && sp_written_since(vma->vm_mm, *ptev))
 				err = -EAGAIN;
-			else if (sp_pte_needs_protect(vma->vm_mm, folio, *ptev))
-				err = sp_protect_locked(&pvmw, folio, ptev);
+			else if (sp_pte_needs_protect(vma->vm_mm, page, *ptev))
+				err = sp_protect_locked(&pvmw, folio, page,
+							ptev);
 		}
 		page_vma_mapped_walk_done(&pvmw);
 	}
@@ -419,6 +433,28 @@ static int sp_replace(struct vm_area_struct *vma, struct page *page,
 	return err;
 }
 
+/**
+ * sp_split_locked - split the large folio of @page, which is locked
+ * @page: the page, referenced
+ *
+ * The split counts in huge_pages_split if it takes a huge mapping with it:
+ * a folio a PMD still maps, or one no PMD can map (whose PMD ksmd never
+ * splits).
+ *
+ * Return: 0, @page's new folio locked, or the error of split_huge_page().
+ */
+int sp_split_locked(struct page *page)
+{
+	struct folio *folio = page_folio(page);
+	bool huge = !folio_test_pmd_mappable(folio) ||
+		    folio_entire_mapcount(folio);
+	int err = split_huge_page(page);
+
+	if (!err)
+		sp_stats.thp_split += huge;
+	return err;
+}
+
 /*
  * Lock the folio of @page, splitting a large one; on success the (now
  * small) folio is locked and returned.
@@ -430,13 +466,43 @@ static struct folio *sp_lock_small(struct page *page)
 	if (!folio_test_anon(folio) || !folio_trylock(folio))
 		return NULL;
 	if (folio_test_large(folio)) {
-		/* Leaves @page's new folio locked. */
-		if (split_huge_page(page)) {
+		if (sp_split_locked(page)) {
 			folio_unlock(folio);
 			return NULL;
 		}
-		sp_stats.thp_split++;
 		folio = page_folio(page);
+	}
+	return folio;
+}
+
+/*
+ * Lock the folio of @page, to point @page's PTE in @vma elsewhere. A large
+ * folio stays whole: only its PMD mapping in @vma, if that is how @vma
+ * maps it, is split into PTEs (counted in huge_pages_split). The pages
+ * merged away leave it one by one; once the last has gone it is freed
+ * whole, and splitting it, which would walk the rmap of each of its
+ * pages, was never needed. One left mapped in part waits on the deferred
+ * split queue, as after a munmap() of part of it, until ksmd splits it at
+ * the end of the pass (thp.c) or reclaim does.
+ */
+static struct folio *sp_lock_mapped(struct vm_area_struct *vma,
+				    struct page *page)
+{
+	struct folio *folio = page_folio(page);
+	unsigned long addr;
+	pmd_t *pmd;
+
+	if (!folio_test_anon(folio) || !folio_trylock(folio))
+		return NULL;
+	if (!folio_test_pmd_mappable(folio) || !folio_entire_mapcount(folio))
+		return folio;
+	addr = page_address_in_vma(page, vma);
+	pmd = addr == -EFAULT ? NULL : mm_find_pmd(vma->vm_mm, addr);
+	if (pmd && pmd_trans_huge(pmdp_get_lockless(pmd))) {
+		/* Splits nothing if the PMD maps another folio by now. */
+		__split_huge_pmd(vma, pmd, addr, false, folio);
+		sp_stats.thp_split++;
+		sp_thp_mapped_in_part(folio);
 	}
 	return folio;
 }
@@ -464,7 +530,7 @@ int sp_make_ksm(struct vm_area_struct *vma, struct page *page,
 
 	if (!folio)
 		return -EBUSY;
-	err = sp_wrprotect(vma, folio, &pte, held);
+	err = sp_wrprotect(vma, folio, page, &pte, held);
 	if (!err) {
 		node->kpfn = folio_pfn(folio);
 		sp_folio_set_node(folio, node);
@@ -495,10 +561,10 @@ int sp_merge_into(struct vm_area_struct *vma, struct page *page,
 
 	if (page == kpage)
 		return 0;
-	folio = sp_lock_small(page);
+	folio = sp_lock_mapped(vma, page);
 	if (!folio)
 		return -EBUSY;
-	err = sp_wrprotect(vma, folio, &pte, held);
+	err = sp_wrprotect(vma, folio, page, &pte, held);
 	if (!err)
 		err = sp_pages_same(page, kpage) ?
 		      sp_replace(vma, page, kpage, pte) : -EAGAIN;
@@ -522,13 +588,13 @@ int sp_merge_into(struct vm_area_struct *vma, struct page *page,
 int sp_merge_fresh(struct vm_area_struct *vma, struct page *page,
 		   struct page *kpage, bool held)
 {
-	struct folio *folio = sp_lock_small(page);
+	struct folio *folio = sp_lock_mapped(vma, page);
 	pte_t pte;
 	int err;
 
 	if (!folio)
 		return -EBUSY;
-	err = sp_wrprotect(vma, folio, &pte, held);
+	err = sp_wrprotect(vma, folio, page, &pte, held);
 	if (!err) {
 		copy_highpage(kpage, page);
 		folio_add_lru(page_folio(kpage));

@@ -79,7 +79,7 @@ static int sp_request_batch(struct mm_struct *mm, struct sp_found *f,
 {
 	unsigned long pages = (end - *addr) >> PAGE_SHIFT;
 	struct sp_slot *slot;
-	unsigned long next;
+	unsigned long next, splits;
 	unsigned int i;
 
 	lockdep_assert_held(&sp_mutex);
@@ -106,11 +106,12 @@ static int sp_request_batch(struct mm_struct *mm, struct sp_found *f,
 	*addr = f->nr ? f->addr[f->nr - 1] + PAGE_SIZE : end;
 
 	for (i = 0; i < f->nr; i++) {
+		splits = sp_stats.thp_split;
 		if (f->page[i])
 			sp_visit(slot, f->addr[i], f->page[i],
 				 f->how[i] | SP_FOUND_NOW,
 				 sp_found_entry(f, i));
-		next = sp_found_split(f, i);
+		next = sp_found_split(f, i, splits);
 		if (next)
 			*addr = next;
 		sp_found_put(f, i);

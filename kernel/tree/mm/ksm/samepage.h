@@ -48,7 +48,8 @@
  *   folio: rmap walks, migration, swap-in, memory failure.
  * - index.c: the keyed page hash, the page compare, and both tables.
  * - advisor.c: the scan-time advisor, which retunes pages_to_scan.
- * - thp.c: when a large folio is worth splitting to merge its pages.
+ * - thp.c: when a large folio is worth splitting to merge its pages,
+ *   and splitting what a pass left of THPs merged in part.
  * - walk.c: finding the next pages to visit, a page table at a time.
  * - domain.c: merge domains, which decide which mms' pages may share.
  * - fresh.c: the pool of frames for new KSM pages (use_fresh_pages).
@@ -517,6 +518,7 @@ static inline bool sp_protect_due(unsigned long st)
 /* thp.c: all under sp_mutex. Largest thp_split_min: every page of a THP. */
 #define SP_THP_SPLIT_MAX	512
 bool sp_thp_worth_split(struct folio *folio, bool match);
+void sp_thp_mapped_in_part(struct folio *folio);
 void sp_thp_pass_end(void);
 void sp_thp_forget(void);
 
@@ -692,37 +694,44 @@ static inline void sp_found_done(struct sp_found *f)
 }
 
 /**
- * sp_found_split - whether visiting the @i-th page split its large folio
+ * sp_found_split - whether visiting the @i-th page split its huge page
  * @f: the pages found
  * @i: the page just visited
+ * @splits: huge_pages_split before the visit
  *
- * Only a split that ksmd made can succeed while it holds a reference to
- * the folio, and ksmd splits only the folio of the page it visits, which
- * keeps that reference (split_huge_page()). If @f->large was split, the
- * reference is let go here, with the @i-th page, and the pages after it
- * are no longer held: @f ends at the @i-th.
+ * A visit that merged a page of @f->large split it first: its folio
+ * (split_huge_page(), which leaves ksmd's reference with the @i-th page),
+ * or the PMD that mapped it (merge.c). After a folio split the reference
+ * is let go here, with the @i-th page, and the pages after it are no
+ * longer held; either way @f ends at the @i-th.
  *
- * The pages before the @i-th were visited while the folio was whole, and
+ * The pages before the @i-th were visited while the page was huge, and
  * those that had an equal page were refused a merge then (thp.c): the
- * walk takes up again at the first of them, to visit them as the small
- * pages they are now. That is once a split, and their hashes are known:
- * while their mapping stays clean they are not read again.
+ * walk takes up again at the first of them, to visit them as the pages
+ * of a split mapping they are now. That is once a split.
  *
  * Return: where a later walk takes up again, or 0 for after @f.
  */
 static inline unsigned long sp_found_split(struct sp_found *f,
-					   unsigned int i)
+					   unsigned int i,
+					   unsigned long splits)
 {
 	unsigned long next;
 
-	if (likely(!f->large) || folio_test_large(f->large))
+	if (likely(!f->large))
+		return 0;
+	/* Nothing was refused before a PMD split at the first page. */
+	if (folio_test_large(f->large) &&
+	    (splits == sp_stats.thp_split || !i))
 		return 0;
 	if (i)
 		next = f->addr[0];
 	else
 		next = f->nr > 1 ? f->addr[1] : 0;
-	put_page(f->page[i]);
-	f->large = NULL;
+	if (!folio_test_large(f->large)) {
+		put_page(f->page[i]);
+		f->large = NULL;
+	}
 	f->page[i] = NULL;
 	f->nr = i + 1;
 	return next;
@@ -920,6 +929,7 @@ struct vm_area_struct *sp_mergeable_vma(struct mm_struct *mm,
 int sp_unshare(struct vm_area_struct *vma, unsigned long addr);
 int sp_unshare_range(struct vm_area_struct *vma, unsigned long start,
 		     unsigned long end);
+int sp_split_locked(struct page *page);
 int sp_make_ksm(struct vm_area_struct *vma, struct page *page,
 		struct sp_knode *node, bool held);
 int sp_merge_into(struct vm_area_struct *vma, struct page *page,

@@ -37,9 +37,16 @@
  * freed and its memory reused for another may lend it a pass's count:
  * one split too early, never content lost.
  *
- * huge_pages_split counts the large folios ksmd split to merge their
- * pages; huge_pages_kept the large folios that had matches in the last
- * pass and stayed whole.
+ * Merging a page into a KSM page (or the zero page) needs no split of
+ * its folio, only of the PMD that maps it (merge.c), and a THP whose pages
+ * all merge is then freed whole. Only a page that becomes a KSM page
+ * itself needs its folio split. A THP whose PMD ksmd split and that is
+ * still mapped in part when the pass ends is split then, so that the
+ * memory of its merged pages comes back without waiting for reclaim.
+ *
+ * huge_pages_split counts the huge mappings ksmd split to merge their
+ * pages (a PMD, or a folio no PMD maps); huge_pages_kept the large folios
+ * that had matches in the last pass and stayed whole.
  *
  * All of it runs under sp_mutex.
  */
@@ -60,6 +67,19 @@ static struct xarray sp_thp_counts[2][SP_THP_ORDERS] = {
 };
 
 static unsigned int sp_thp_now;
+
+/*
+ * The last folio found worth splitting in this pass, by pfn and order:
+ * the pages of a THP are visited one after another, and once it is worth
+ * splitting its further matches in the pass change nothing, so they need
+ * no count. A folio freed and reused meanwhile inherits the verdict, as
+ * it may a count.
+ */
+static unsigned long sp_thp_worth_pfn = ULONG_MAX;
+static unsigned int sp_thp_worth_order;
+
+/* The THPs whose PMD ksmd split this pass, by pfn: each split at its end. */
+static DEFINE_XARRAY(sp_thp_pmd_split);
 
 /*
  * An entry is an xarray value: the matches counted (saturating), and
@@ -107,25 +127,82 @@ bool sp_thp_worth_split(struct folio *folio, bool match)
 	lockdep_assert_held(&sp_mutex);
 	if (!order)
 		return true;
+	if (folio_pfn(folio) == sp_thp_worth_pfn && order == sp_thp_worth_order)
+		return true;
 	need = sp_thp_need(folio);
 	if (need <= 1 || WARN_ON_ONCE(order >= SP_THP_ORDERS))
 		return true;
 	now = &sp_thp_counts[sp_thp_now][order];
 	last = &sp_thp_counts[!sp_thp_now][order];
 	n = sp_thp_matches(now, key);
-	if (match && n < SP_THP_COUNT_MAX) {
+	if (match && n < need) {
 		n++;
 		xa_store(now, key, xa_mk_value(need << SP_THP_COUNT_BITS | n),
 			 GFP_KERNEL);
 	}
-	return n >= need || sp_thp_matches(last, key) >= need;
+	if (n < need && sp_thp_matches(last, key) < need)
+		return false;
+	sp_thp_worth_pfn = folio_pfn(folio);
+	sp_thp_worth_order = order;
+	return true;
+}
+
+/**
+ * sp_thp_mapped_in_part - ksmd split the PMD that mapped a THP
+ * @folio: the THP, locked
+ *
+ * A THP that is still mapped in part at the end of the pass is split then.
+ * Losing the record, for want of memory, leaves that to reclaim.
+ */
+void sp_thp_mapped_in_part(struct folio *folio)
+{
+	lockdep_assert_held(&sp_mutex);
+	xa_store(&sp_thp_pmd_split, folio_pfn(folio), xa_mk_value(0),
+		 GFP_KERNEL);
+}
+
+/*
+ * Split the THP at @pfn if it is still one, anonymous, and mapped by PTEs
+ * in part: the pages ksmd merged away from it come back to the allocator.
+ * The memory may have been freed and reused since: then another such
+ * folio may be split, which reclaim would have done.
+ */
+static void sp_thp_split_rest(unsigned long pfn)
+{
+	struct folio *folio = pfn_folio(pfn);
+
+	if (!folio_try_get(folio))
+		return;
+	if (folio_test_large(folio) && folio_pfn(folio) == pfn &&
+	    folio_test_anon(folio) && folio_mapped(folio) &&
+	    !folio_entire_mapcount(folio) &&
+	    folio_mapcount(folio) < folio_nr_pages(folio) &&
+	    folio_trylock(folio)) {
+		split_folio(folio);
+		folio_unlock(folio);
+	}
+	folio_put(folio);
+}
+
+/* Split what the pass left of the THPs whose PMD ksmd split in it. */
+static void sp_thp_split_parts(void)
+{
+	unsigned long pfn;
+	void *e;
+
+	xa_for_each(&sp_thp_pmd_split, pfn, e) {
+		sp_thp_split_rest(pfn);
+		cond_resched();
+	}
+	xa_destroy(&sp_thp_pmd_split);
 }
 
 /**
  * sp_thp_pass_end - a pass ended: its counts become the last pass's
  *
- * Counts the folios with matches kept whole (huge_pages_kept), and
- * empties the counts of the pass before.
+ * Splits the THPs ksmd left mapped in part, counts the folios with
+ * matches kept whole (huge_pages_kept), and empties the counts of the
+ * pass before.
  */
 void sp_thp_pass_end(void)
 {
@@ -134,6 +211,8 @@ void sp_thp_pass_end(void)
 	void *e;
 
 	lockdep_assert_held(&sp_mutex);
+	sp_thp_split_parts();
+	sp_thp_worth_pfn = ULONG_MAX;
 	for (order = 1; order < SP_THP_ORDERS; order++) {
 		xa_for_each(&sp_thp_counts[sp_thp_now][order], key, e) {
 			v = xa_to_value(e);
@@ -159,6 +238,8 @@ void sp_thp_forget(void)
 		xa_destroy(&sp_thp_counts[0][order]);
 		xa_destroy(&sp_thp_counts[1][order]);
 	}
+	xa_destroy(&sp_thp_pmd_split);
+	sp_thp_worth_pfn = ULONG_MAX;
 	sp_stats.thp_kept = 0;
 }
 

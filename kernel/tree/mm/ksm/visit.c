@@ -458,6 +458,24 @@ fail:
 }
 
 /*
+ * sp_merge_pair() with the KSM page made of the page of a small folio if
+ * only the candidate @tpage is one: a KSM page must be a small folio, and
+ * the other page then leaves its THP without splitting it (merge.c).
+ */
+static bool sp_merge_either(struct sp_slot *slot, unsigned long addr,
+			    struct page *page, bool held, struct sp_slot *t,
+			    unsigned long taddr, struct page *tpage, bool theld,
+			    u64 key)
+{
+	if (folio_test_large(page_folio(page)) &&
+	    !folio_test_large(page_folio(tpage)))
+		return sp_merge_pair(t, taddr, tpage, theld, slot, addr, page,
+				     held, key);
+	return sp_merge_pair(slot, addr, page, held, t, taddr, tpage, theld,
+			     key);
+}
+
+/*
  * The slot of id @id, in *@t, with its mm's users counted, which keeps
  * the slot: its mm, or NULL if the slot has gone, its mm exits, or it is
  * of another merge domain than slot @of (then *@other), if @of is given.
@@ -528,8 +546,8 @@ static enum sp_pair sp_pair_with(struct sp_slot *slot, unsigned long addr,
 		 */
 		put_page(tpage);
 		if (tpage != page && trylock_page(page)) {
-			if (PageTransCompound(page) && !split_huge_page(page))
-				sp_stats.thp_split++;
+			if (PageTransCompound(page))
+				sp_split_locked(page);
 			unlock_page(page);
 		}
 		goto out;
@@ -541,8 +559,8 @@ static enum sp_pair sp_pair_with(struct sp_slot *slot, unsigned long addr,
 	}
 	if ((READ_ONCE(sp_merge_across_nodes) ||
 	     page_to_nid(tpage) == page_to_nid(page)) &&
-	    sp_merge_pair(slot, addr, page, held, t, tvpn << PAGE_SHIFT, tpage,
-			  sp_st_wp(st), sp_key(slot, hash)))
+	    sp_merge_either(slot, addr, page, held, t, tvpn << PAGE_SHIFT,
+			    tpage, sp_st_wp(st), sp_key(slot, hash)))
 		ret = SP_PAIR_DONE;
 	put_page(tpage);
 out:

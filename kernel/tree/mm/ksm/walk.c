@@ -562,6 +562,27 @@ static bool sp_huge_watch(struct sp_found *f, struct mm_walk *walk)
 }
 
 /*
+ * What the walk knows of a page of a large folio mapped by PTE @pte, as of
+ * a THP whose PMD ksmd split to merge some of its pages (merge.c): its
+ * PTE took the PMD's dirtiness, so a clean one goes on vouching for the
+ * hash taken under the clean PMD, as sp_pmd_clean() does. The walk never
+ * cleans such a PTE itself: one written since is read at every visit.
+ */
+static u16 sp_split_state(struct sp_found *f, struct mm_walk *walk, void *e,
+			  pte_t pte, unsigned long addr, struct folio *folio)
+{
+	bool clean;
+
+	if (!sp_huge_watch(f, walk))
+		return 0;
+	clean = !pte_dirty(pte) &&
+		(!pte_write(pte) ||
+		 (!folio_test_dirty(folio) &&
+		  sp_folio_watchable(folio, folio == f->large)));
+	return sp_huge_state(f, e, addr, clean);
+}
+
+/*
  * Take the subpages of the PMD-mapped THP @folio from @addr to @end, PMD
  * lock held; *@clean_now: the walk starts at its first subpage and its
  * PMD is to be cleaned.
@@ -676,8 +697,12 @@ static int sp_pmd_entry(pmd_t *pmdp, unsigned long addr, unsigned long end,
 			continue;
 		}
 		large = folio_test_large(folio);
-		how = !skip || large || ksm ? 0 :
-		      sp_clean_state(e, pte, addr, folio, watch);
+		if (!skip || ksm)
+			how = 0;
+		else if (large)
+			how = sp_split_state(f, walk, e, pte, addr, folio);
+		else
+			how = sp_clean_state(e, pte, addr, folio, watch);
 		if (thp_cleaned && (how & (SP_FOUND_CLEAN | SP_FOUND_WP)))
 			how = (how & ~SP_FOUND_CLEAN) | SP_FOUND_WP |
 			      SP_FOUND_COARSE;
