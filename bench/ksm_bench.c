@@ -33,8 +33,8 @@
  *             VM_KIDS "VMs" of VM_PAGES pages whose first half of huge
  *             pages is the same in all and the rest unique but for VM_FEW
  *             subpages each: after VM_SCANS full scans, the memory saved,
- *             the share still huge, huge pages split per page merged and
- *             ksmd's CPU; thp_changing, the clones on huge pages with each
+ *             the share still huge, huge mappings split (thp_split_pmd)
+ *             per page merged and ksmd's CPU; thp_changing, the clones on huge pages with each
  *             child changing CHANGE_SUB subpages of every huge page all
  *             along: pages merged 2 and 8 guest seconds after run=1.
  *   request   REQ_KIDS processes load one image of REQ_PAGES pages (16 MiB)
@@ -754,7 +754,12 @@ static void bench_thp_vmlike(void)
 		fail("thp_vmlike: madvise failed");
 		goto out;
 	}
-	split = vmstat("thp_split_page");
+	/*
+	 * Huge mappings lost: a PMD split. samepage may split a THP's PMD
+	 * and free its folio whole (thp_split_page would miss it); stock's
+	 * folio splits split their PMDs too.
+	 */
+	split = vmstat("thp_split_pmd");
 	sample(&a);
 	ksm_write("run", 1);
 	if (!wait_scans_until(a.scans + VM_SCANS))
@@ -766,7 +771,7 @@ static void bench_thp_vmlike(void)
 	metric("thp_vmlike_huge_after", huge_share(VM_KIDS * VM_PAGES),
 	       "share");
 	metric("thp_vmlike_splits_per_merged",
-	       sharing ? (double)(vmstat("thp_split_page") - split) / sharing :
+	       sharing ? (double)(vmstat("thp_split_pmd") - split) / sharing :
 			 0, "x");
 	metric("thp_vmlike_ksmd_cpu", cpu_seconds(&a, &b), "s");
 out:

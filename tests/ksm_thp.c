@@ -559,8 +559,8 @@ static void test_change_seen(void)
 /*
  * Two equal THPs X and Y merge into 512 KSM pages: both huge mappings are
  * split, as mainline does. The content is checked after the merge and
- * after a write, and the folio splits are told: on samepage, a THP whose
- * pages all merge into KSM pages needs only its PMD split.
+ * after a write. On samepage only one folio is split: a THP whose pages
+ * all merge into the other's needs only its PMD split, and is freed whole.
  */
 static void test_merged_whole(void)
 {
@@ -589,6 +589,10 @@ static void test_merged_whole(void)
 		  vmstat("thp_split_page") - split,
 		  vmstat("thp_split_pmd") - pmd);
 	CHECK(vmstat("thp_split_pmd") - pmd >= 2, "both PMDs split");
+	/* samepage: the THP whose pages all merged away was freed whole. */
+	if (ksm_read("thp_split_min") >= 0)
+		CHECK(vmstat("thp_split_page") - split == 1,
+		      "one folio split");
 	fill_pattern(x, seed + 9, 0);
 	CHECK(holds_pattern(x, seed + 9, 0) && !area_wrong(x, SAME, seed, 0) &&
 	      !area_wrong(y, SAME, seed, -1), "content after a write");

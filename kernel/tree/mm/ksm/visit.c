@@ -515,7 +515,7 @@ static enum sp_pair sp_pair_with(struct sp_slot *slot, unsigned long addr,
 	struct page *tpage;
 	struct sp_slot *t;
 	unsigned long st;
-	bool other;
+	bool other, worth;
 	void *e;
 
 	tmm = sp_slot_get(id, slot, &t, &other);
@@ -532,8 +532,9 @@ static enum sp_pair sp_pair_with(struct sp_slot *slot, unsigned long addr,
 		ret = SP_PAIR_GONE;
 		goto out;
 	}
-	if (!sp_st_hash_is(st, hash) || !sp_may_merge(page))
+	if (!sp_st_hash_is(st, hash))
 		goto out;
+	worth = sp_may_merge(page);
 	tpage = sp_get_page_at(tmm, tvpn << PAGE_SHIFT);
 	if (!tpage) {
 		ret = SP_PAIR_GONE;
@@ -545,15 +546,20 @@ static enum sp_pair sp_pair_with(struct sp_slot *slot, unsigned long addr,
 		 * THP: split that, and merge on the next pass.
 		 */
 		put_page(tpage);
-		if (tpage != page && trylock_page(page)) {
+		if (worth && tpage != page && trylock_page(page)) {
 			if (PageTransCompound(page))
 				sp_split_locked(page);
 			unlock_page(page);
 		}
 		goto out;
 	}
-	/* A candidate in a folio not worth splitting yet counts a match. */
-	if (!sp_thp_worth_split(page_folio(tpage), true)) {
+	/*
+	 * The candidate's folio counts the match too, whether or not the
+	 * page's is worth splitting yet: two THPs of equal pages become
+	 * worth it at the same visit, and the walk's rewind then visits
+	 * again every page that either refused (thp.c).
+	 */
+	if (!sp_thp_worth_split(page_folio(tpage), true) || !worth) {
 		put_page(tpage);
 		goto out;
 	}
