@@ -117,7 +117,12 @@
  * THP's first subpage, so every cleaning is followed by that pass's
  * visits of all its subpages; a merge on request reads them all. A THP
  * split after it was cleaned has its PTEs clean, and its subpages are
- * read in that pass the same way. A protected mm (with a secondary MMU)
+ * read in that pass the same way. A THP whose PMD alone was split, to
+ * merge some of its pages (merge.c), stays a large folio mapped by PTEs,
+ * each of which took the PMD's dirty bit: a clean one goes on vouching
+ * for its subpage as the PMD did (sp_split_state()). The walk never
+ * cleans such a PTE itself, so a subpage written since is read at every
+ * visit until its folio is split. A protected mm (with a secondary MMU)
  * reads the subpages of its THPs at every visit: write-protecting a PMD
  * would cost its writer a fault for 512 pages.
  */
@@ -218,8 +223,9 @@ static u8 sp_clean_state(void *e, pte_t pte, unsigned long addr,
  * Take @page, of @folio (@large if it is), whose entry is @entry; 1
  * (which ends the walk) once @f is full. The pages of a
  * large folio share one reference, taken with the first of them (@f->large),
- * and have the walk to themselves: splitting the folio, which merging one
- * of them needs, fails while ksmd holds more than one reference to it.
+ * and have the walk to themselves: splitting the folio, which making a KSM
+ * page of one of them needs, fails while ksmd holds more than one
+ * reference to it, and so does write-protecting one to merge it.
  */
 static int sp_found_add(struct sp_found *f, struct page *page,
 			struct folio *folio, bool large, unsigned long addr,
