@@ -26,7 +26,13 @@ static void test_cow_within(void)
 	cow = vmstat("cow_ksm");
 	CHECK(cow >= 0, "cow_ksm in /proc/vmstat");
 	fill_page(p, victim, 42);
-	CHECK(vmstat("cow_ksm") == cow + 1, "cow_ksm %ld -> %ld", cow,
+	/*
+	 * do_wp_page() counts cow_ksm before the copy, and a copy that
+	 * finds the PTE changed meanwhile (its accessed bit cleared by
+	 * aging, say) backs out and the fault comes again, counted again:
+	 * at least one COW, here and below.
+	 */
+	CHECK(vmstat("cow_ksm") > cow, "cow_ksm %ld -> %ld", cow,
 	      vmstat("cow_ksm"));
 	CHECK(page_holds(p, victim, 42), "written page");
 	for (int i = 0; i < n; i++)
@@ -105,14 +111,14 @@ static void test_cow_across(void)
 
 	cow = vmstat("cow_ksm");
 	CHECK(kid_call(&k, 0, 'w', &r) && r == 'k', "child 0 writes (%c)", r);
-	CHECK(vmstat("cow_ksm") == cow + W, "cow_ksm %ld -> %ld, want +%d",
+	CHECK(vmstat("cow_ksm") >= cow + W, "cow_ksm %ld -> %ld, want +%d",
 	      cow, vmstat("cow_ksm"), W);
 	check_kids(&k);
 	CHECK(ksm_wait_counts(N, 2 * N - W, W, 0), "after child 0 writes");
 
 	cow = vmstat("cow_ksm");
 	CHECK(kid_call(&k, 1, 'w', &r) && r == 'k', "child 1 writes (%c)", r);
-	CHECK(vmstat("cow_ksm") == cow + W, "cow_ksm %ld -> %ld, want +%d",
+	CHECK(vmstat("cow_ksm") >= cow + W, "cow_ksm %ld -> %ld, want +%d",
 	      cow, vmstat("cow_ksm"), W);
 	CHECK(ksm_wait_counts(N + W, 2 * N - W, 0, 0), "after child 1 writes");
 	check_kids(&k);
