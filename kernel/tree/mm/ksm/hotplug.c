@@ -15,7 +15,7 @@
  * no reference that would keep a page of the range from migrating. The
  * frames of the fresh-page pool (fresh.c) migrate out as movable pages.
  *
- * Layering (see samepage.h): calls into core.c, index.c, knode.c.
+ * Layering (see samepage.h): calls into core.c, index.c, knode.c, thp.c.
  */
 #include <linux/memory.h>
 #include <linux/mutex.h>
@@ -59,6 +59,7 @@ static int sp_memory_callback(struct notifier_block *nb, unsigned long action,
 	case MEM_OFFLINE:
 		mutex_lock(&sp_mutex);
 		sp_drop_nodes_in(mn->start_pfn, mn->start_pfn + mn->nr_pages);
+		sp_thp_offline(mn->start_pfn, mn->start_pfn + mn->nr_pages);
 		atomic_dec(&sp_offlining);
 		mutex_unlock(&sp_mutex);
 		wake_up_interruptible(&sp_thread_wait);

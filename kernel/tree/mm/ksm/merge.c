@@ -263,13 +263,26 @@ static bool sp_pte_needs_protect(struct mm_struct *mm, struct page *page,
 }
 
 /*
+ * The references to @folio when nothing but its mappings, the swap cache
+ * (one a page) and ksmd's one reference holds it. Of a large folio, every
+ * mapping of any of its pages holds one and counts in its mapcount: a pin
+ * on any of its pages shows.
+ */
+static int sp_refs_expected(struct folio *folio)
+{
+	int refs = folio_mapcount(folio) + 1;
+
+	if (folio_test_swapcache(folio))
+		refs += folio_nr_pages(folio);
+	return refs;
+}
+
+/*
  * With the PTE lock held: clear the PTE of @page (flushing the TLB, so that
  * GUP-fast cannot take a new reference), check that the references to its
  * folio are the page tables', the swap cache's and ours alone, then put the
  * PTE back read-only and clean. A pinned or otherwise busy page gets its
- * PTE back unchanged. Of a large folio, every mapping of any of its pages
- * holds a reference and counts in its mapcount, and the swap cache holds
- * one a page: a pin on any of its pages refuses them all.
+ * PTE back unchanged.
  */
 static int sp_protect_locked(struct page_vma_mapped_walk *pvmw,
 			     struct folio *folio, struct page *page,
@@ -278,15 +291,11 @@ static int sp_protect_locked(struct page_vma_mapped_walk *pvmw,
 	struct vm_area_struct *vma = pvmw->vma;
 	bool exclusive = PageAnonExclusive(page);
 	pte_t was, now;
-	int expected;
 
 	flush_cache_page(vma, pvmw->address, page_to_pfn(page));
 	was = ptep_clear_flush(vma, pvmw->address, pvmw->pte);
 	/* Counted once the PTE is gone: no new mapping can appear now. */
-	expected = folio_mapcount(folio) + 1;
-	if (folio_test_swapcache(folio))
-		expected += folio_nr_pages(folio);
-	if (folio_ref_count(folio) != expected ||
+	if (folio_ref_count(folio) != sp_refs_expected(folio) ||
 	    (exclusive && folio_try_share_anon_rmap_pte(folio, page))) {
 		set_pte_at(vma->vm_mm, pvmw->address, pvmw->pte, was);
 		return -EBUSY;
@@ -476,35 +485,66 @@ static struct folio *sp_lock_small(struct page *page)
 }
 
 /*
- * Lock the folio of @page, to point @page's PTE in @vma elsewhere. A large
- * folio stays whole: only its PMD mapping in @vma, if that is how @vma
- * maps it, is split into PTEs (counted in huge_pages_split). The pages
- * merged away leave it one by one; once the last has gone it is freed
- * whole, and splitting it, which would walk the rmap of each of its
- * pages, was never needed. One left mapped in part waits on the deferred
- * split queue, as after a munmap() of part of it, until ksmd splits it at
- * the end of the pass (thp.c) or reclaim does.
+ * May THP @folio, mapped by PMD @pmd in @mm, lose its huge mapping so
+ * that one of its pages can merge? Not while something beyond its
+ * mappings holds it, a pin for DMA say, which would refuse the merge
+ * after the split as well and leave the THP split for nothing (-EBUSY);
+ * nor, with @held, when the PMD says a store came after the page's hash
+ * was taken (-EAGAIN, as sp_wrprotect() says of a PTE).
  */
-static struct folio *sp_lock_mapped(struct vm_area_struct *vma,
-				    struct page *page)
+static int sp_pmd_may_split(struct mm_struct *mm, struct folio *folio,
+			    pmd_t pmd, bool held)
+{
+	if (folio_ref_count(folio) != sp_refs_expected(folio))
+		return -EBUSY;
+	if (held &&
+	    (pmd_dirty(pmd) || (pmd_write(pmd) && !sp_dirty_tracks(mm))))
+		return -EAGAIN;
+	return 0;
+}
+
+/*
+ * Lock the folio of @page into *@foliop, to point @page's PTE in @vma
+ * elsewhere; @held as for sp_wrprotect(). A large folio stays whole: only
+ * its PMD mapping in @vma, if that is how @vma maps it, is split into
+ * PTEs (counted in huge_pages_split). The pages merged away leave it one
+ * by one; once the last has gone it is freed whole, and splitting it,
+ * which would walk the rmap of each of its pages, was never needed. One
+ * left mapped in part waits on the deferred split queue, as after a
+ * munmap() of part of it, until ksmd splits it at the end of the pass
+ * (thp.c) or reclaim does.
+ *
+ * Return: 0 with the folio locked, or an error with nothing changed.
+ */
+static int sp_lock_mapped(struct vm_area_struct *vma, struct page *page,
+			  bool held, struct folio **foliop)
 {
 	struct folio *folio = page_folio(page);
 	unsigned long addr;
-	pmd_t *pmd;
+	pmd_t *pmd, val;
+	int err;
 
 	if (!folio_test_anon(folio) || !folio_trylock(folio))
-		return NULL;
+		return -EBUSY;
+	*foliop = folio;
 	if (!folio_test_pmd_mappable(folio) || !folio_entire_mapcount(folio))
-		return folio;
+		return 0;
 	addr = page_address_in_vma(page, vma);
 	pmd = addr == -EFAULT ? NULL : mm_find_pmd(vma->vm_mm, addr);
-	if (pmd && pmd_trans_huge(pmdp_get_lockless(pmd))) {
-		/* Splits nothing if the PMD maps another folio by now. */
-		__split_huge_pmd(vma, pmd, addr, false, folio);
-		sp_stats.thp_split++;
-		sp_thp_mapped_in_part(folio);
+	if (!pmd)
+		return 0;
+	val = pmdp_get_lockless(pmd);
+	if (!pmd_trans_huge(val) || pmd_folio(val) != folio)
+		return 0;
+	err = sp_pmd_may_split(vma->vm_mm, folio, val, held);
+	if (err) {
+		folio_unlock(folio);
+		return err;
 	}
-	return folio;
+	__split_huge_pmd(vma, pmd, addr, false, folio);
+	sp_stats.thp_split++;
+	sp_thp_mapped_in_part(folio);
+	return 0;
 }
 
 /**
@@ -561,9 +601,9 @@ int sp_merge_into(struct vm_area_struct *vma, struct page *page,
 
 	if (page == kpage)
 		return 0;
-	folio = sp_lock_mapped(vma, page);
-	if (!folio)
-		return -EBUSY;
+	err = sp_lock_mapped(vma, page, held, &folio);
+	if (err)
+		return err;
 	err = sp_wrprotect(vma, folio, page, &pte, held);
 	if (!err)
 		err = sp_pages_same(page, kpage) ?
@@ -588,12 +628,13 @@ int sp_merge_into(struct vm_area_struct *vma, struct page *page,
 int sp_merge_fresh(struct vm_area_struct *vma, struct page *page,
 		   struct page *kpage, bool held)
 {
-	struct folio *folio = sp_lock_mapped(vma, page);
+	struct folio *folio;
 	pte_t pte;
 	int err;
 
-	if (!folio)
-		return -EBUSY;
+	err = sp_lock_mapped(vma, page, held, &folio);
+	if (err)
+		return err;
 	err = sp_wrprotect(vma, folio, page, &pte, held);
 	if (!err) {
 		copy_highpage(kpage, page);

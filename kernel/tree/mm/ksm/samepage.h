@@ -519,6 +519,7 @@ static inline bool sp_protect_due(unsigned long st)
 #define SP_THP_SPLIT_MAX	512
 bool sp_thp_worth_split(struct folio *folio, bool match);
 void sp_thp_mapped_in_part(struct folio *folio);
+void sp_thp_offline(unsigned long start, unsigned long end);
 void sp_thp_pass_end(void);
 void sp_thp_forget(void);
 
@@ -716,20 +717,26 @@ static inline unsigned long sp_found_split(struct sp_found *f,
 					   unsigned int i,
 					   unsigned long splits)
 {
+	struct page *page = f->page[i];
 	unsigned long next;
+	bool split;
 
 	if (likely(!f->large))
 		return 0;
+	/*
+	 * Told by the page visited, which the reference keeps: a folio
+	 * split may have freed the head of @f->large already.
+	 */
+	split = page && !folio_test_large(page_folio(page));
 	/* Nothing was refused before a PMD split at the first page. */
-	if (folio_test_large(f->large) &&
-	    (splits == sp_stats.thp_split || !i))
+	if (!split && (splits == sp_stats.thp_split || !i))
 		return 0;
 	if (i)
 		next = f->addr[0];
 	else
 		next = f->nr > 1 ? f->addr[1] : 0;
-	if (!folio_test_large(f->large)) {
-		put_page(f->page[i]);
+	if (split) {
+		put_page(page);
 		f->large = NULL;
 	}
 	f->page[i] = NULL;

@@ -169,8 +169,12 @@ void sp_thp_mapped_in_part(struct folio *folio)
  */
 static void sp_thp_split_rest(unsigned long pfn)
 {
-	struct folio *folio = pfn_folio(pfn);
+	struct page *page = pfn_to_online_page(pfn);
+	struct folio *folio;
 
+	if (!page)
+		return;
+	folio = page_folio(page);
 	if (!folio_try_get(folio))
 		return;
 	if (folio_test_large(folio) && folio_pfn(folio) == pfn &&
@@ -182,6 +186,23 @@ static void sp_thp_split_rest(unsigned long pfn)
 		folio_unlock(folio);
 	}
 	folio_put(folio);
+}
+
+/**
+ * sp_thp_offline - memory went offline: forget the THPs recorded in it
+ * @start: its first pfn
+ * @end: the pfn after it
+ *
+ * Their memory map may be gone by the end of the pass.
+ */
+void sp_thp_offline(unsigned long start, unsigned long end)
+{
+	unsigned long pfn;
+	void *e;
+
+	lockdep_assert_held(&sp_mutex);
+	xa_for_each_range(&sp_thp_pmd_split, pfn, e, start, end - 1)
+		xa_erase(&sp_thp_pmd_split, pfn);
 }
 
 /* Split what the pass left of the THPs whose PMD ksmd split in it. */
