@@ -41,10 +41,10 @@
  *             and it is merged two ways. By ksmd, at the bench's settings:
  *             request_ksmd_cpu, its CPU per page saved (pages_sharing) to
  *             the full merge. By MADV_MERGE (samepage's), every process
- *             asking at once with ksmd stopped: request_cpu, the
- *             requests' CPU per page saved (request_vs_ksmd_cpu the
- *             ratio), and request_time, from the first request to the
- *             last one's return. Then by ksmd at mainline's default
+ *             asking at once with ksmd idle (run=1, pages_to_scan=0):
+ *             request_cpu, the requests' CPU per page saved
+ *             (request_vs_ksmd_cpu the ratio), and request_time, from
+ *             the first request to the last one's return. Then by ksmd at mainline's default
  *             settings (pages_to_scan 100, sleep_millisecs 20):
  *             request_ksmd_default_time, from run=1 to 90% of the saving
  *             (request_vs_ksmd_default_time the ratio).
@@ -893,6 +893,8 @@ static double request_by_madvise(struct job *job, long full, double *time)
 
 	if (!request_load(&k, job))
 		return -1;
+	/* Requests merge while run is 1: ksmd stays idle meanwhile. */
+	ok = !ksm_idle();
 	t0 = monotonic_seconds();
 	for (int i = 0; i < k.n; i++)
 		ok &= write(k.to_kid[i], "r", 1) == 1;

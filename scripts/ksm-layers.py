@@ -24,7 +24,7 @@ def strip(src):
 def definitions(src):
     """Names a file defines for the others: functions and variables."""
     names = set()
-    for m in re.finditer(r'^(?!static\b|extern\b|#)[A-Za-z_][^;{()=]*?'
+    for m in re.finditer(r'^(?!static\b|extern\b|#)[A-Za-z_][^;{()=\n]*?'
                          r'\b(sp_\w+|ksm_\w+|__ksm_\w+)\s*(\(|=|;|\[)',
                          src, re.M):
         names.add(m.group(1))

@@ -52,19 +52,20 @@
  *                            visit, and their stores take no fault
  *   clean_notifier           samepage only (CONFIG_KSM_NOTIFIER_TEST):
  *                            a secondary MMU is told of the protection
- *   clean_smart_written      samepage only: with smart_scan=1, A and B,
- *                            made mergeable a group at a time so that
- *                            their ages and skips differ, held still
- *                            until smart scan skips them, are written to
- *                            equal contents: they merge within three
- *                            scans, as with smart_scan=0 (a page ksmd
- *                            knows was written is read at its next
- *                            visits; mainline skips it on its schedule).
- *                            One PTE table holds them, after a page made
- *                            mergeable last: the walk leaves one page it
- *                            would protect in a table writable (for
- *                            khugepaged), and such a page is skipped on
- *                            mainline's schedule
+ *   clean_smart_written      with smart_scan=1, A and B held still
+ *                            until smart scan skips them are written to
+ *                            equal contents: every scan skips them as
+ *                            mainline's schedule says (pages_skipped),
+ *                            the write making no page young again, and
+ *                            they merge at their second read after it
+ *   clean_swapin             stores, then MADV_PAGEOUT to swap and a
+ *                            read of each page: zram swaps it back in
+ *                            clean and writable (no swap cache), so no
+ *                            PTE or folio flag tells the store. A and B
+ *                            must merge within RECHECK_SCANS scans: a
+ *                            clean page is read anyway every 16th
+ *                            visit, and that bound is what this waits
+ *                            for (mainline merges them within a few)
  *
  * 32-bit kernels read every page at every visit: the two samepage-only
  * tests skip there.
@@ -88,10 +89,12 @@
 #define MERGE_SCANS 4
 #define RO_MERGE_SCANS 3
 #define SEED_C 72
-#define GROUPS 8
 #define AGE_SCANS 14
-#define SMART_MERGE_SCANS 3
+/* Smart scan reads an old page every ninth scan: the second such read. */
+#define SMART_MERGE_SCANS 18
 #define WRITER_ROUNDS 8
+/* walk.c's SP_RECHECK, and the scans a pair takes once a page is read. */
+#define RECHECK_SCANS (16 + MERGE_SCANS)
 #define MMU_NOTIFY_PROTECTION_PAGE 3
 _Static_assert(N == 64, "protected_in_log() keeps a bit a page in a long");
 
@@ -220,6 +223,53 @@ static void test_vm_writev(void)
 	}
 	regions_free(&r);
 	ktap_result(checks_passed(), "clean_vm_writev");
+}
+
+/* Pages of @p, @n of them, whose PTE holds a swap entry. */
+static int pages_swapped(const char *p, int n)
+{
+	int swapped = 0;
+
+	for (int i = 0; i < n; i++)
+		swapped += !!(pagemap_entry(0, p + i * page_size) & PM_SWAP);
+	return swapped;
+}
+
+static void test_swapin(void)
+{
+	volatile const char *v;
+	struct regions r;
+	int swapped, s;
+
+	if (!have_swap()) {
+		ktap_skip_named("clean_swapin", "no swap device");
+		return;
+	}
+	if (!regions_still(&r))
+		goto out;
+	for (int i = 0; i < N; i++)
+		fill_page(r.a, i, SEED_B);
+	CHECK(madvise(r.a, N * page_size, MADV_PAGEOUT) == 0,
+	      "MADV_PAGEOUT: %s", strerror(errno));
+	swapped = pages_swapped(r.a, N);
+	ktap_diag("%d of %d pages swapped out", swapped, N);
+	CHECK(swapped > N / 2, "only %d pages swapped out", swapped);
+	for (int i = 0; i < N; i++) {
+		v = r.a + i * page_size;
+		(void)v[0];
+	}
+	CHECK(pages_swapped(r.a, N) == 0, "pages left in swap");
+	for (s = 0; s < RECHECK_SCANS && self_merging_pages() < 2 * N; s++)
+		if (!CHECK(ksm_step(), "scan"))
+			break;
+	ktap_diag("merged after %d scans", s);
+	CHECK(self_merging_pages() == 2 * N, "ksm_merging_pages %ld of %d",
+	      self_merging_pages(), 2 * N);
+	CHECK(pages_wrong(r.a, N, SEED_B) == 0, "content of A");
+	CHECK(pages_wrong(r.b, N, SEED_B) == 0, "content of B");
+out:
+	regions_free(&r);
+	ktap_result(checks_passed(), "clean_swapin");
 }
 
 static void test_proc_mem(void)
@@ -525,87 +575,90 @@ static void test_notifier(void)
 }
 
 /*
- * A PTE table's worth of address space, 2 MiB aligned and of small pages:
- * its first page, then A, then B. *@raw is what to munmap.
+ * Mainline's smart scan: is the @visit-th visit (from 1) of a page that
+ * is not a KSM page skipped? A page's age counts its visits, whatever its
+ * content does; from its fourth visit on, a visit that has no skip left
+ * reads it and grants it 1, 2, 4 or 8 skips, the older the page the more.
  */
-static bool table_regions(struct regions *r, char **raw)
+static bool smart_skips(int visit)
 {
-	const size_t span = 2UL << 20;
-	char *t;
+	int age, left = 0;
+	bool skip = false;
 
-	*raw = mmap(NULL, 2 * span, PROT_READ | PROT_WRITE,
-		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (!CHECK(*raw != MAP_FAILED, "mmap"))
+	for (age = 0; age < visit; age++) {
+		skip = false;
+		if (age < 3)
+			continue;
+		if (left) {
+			left--;
+			skip = true;
+		} else {
+			left = age <= 3 ? 1 : age <= 5 ? 2 : age <= 8 ? 4 : 8;
+		}
+	}
+	return skip;
+}
+
+/* One scan, the @visit-th of A's and B's pages: skipped as mainline says? */
+static bool smart_step(int visit, long *skipped)
+{
+	long now, want = smart_skips(visit) ? 2 * N : 0;
+
+	if (!CHECK(ksm_step(), "scan %d", visit))
 		return false;
-	t = (char *)(((uintptr_t)*raw + span - 1) & ~(span - 1));
-	/* Without THP the advice fails with EINVAL, and is not needed. */
-	if (!CHECK(madvise(t, span, MADV_NOHUGEPAGE) == 0 || errno == EINVAL,
-		   "MADV_NOHUGEPAGE"))
-		return false;
-	fill_page(t, 0, SEED_C + 1);
-	r->a = t + page_size;
-	r->b = r->a + N * page_size;
+	now = ksm_read("pages_skipped");
+	CHECK(now - *skipped == want, "visit %d: %ld pages skipped, want %ld",
+	      visit, now - *skipped, want);
+	*skipped = now;
 	return true;
 }
 
 /*
- * Smart scan, A and B in GROUPS groups made mergeable one scan apart, then
- * held still for AGE_SCANS scans: by then smart scan grants each page
- * skips, the groups on different schedules. Then both take SEED_C.
+ * Smart scan: A and B, made mergeable together, are held still for
+ * AGE_SCANS scans, then both take SEED_C. Every scan skips them as
+ * mainline's schedule says, before the write and after it (a write does
+ * not make a page young again); they merge at the second read after the
+ * write, the first finding the content changed, as on mainline.
  */
 static void test_smart_written(void)
 {
-	const int per = N / GROUPS;
 	struct regions r = {};
-	char *raw = NULL;
-	int s, g;
+	long skipped;
+	int v = 0;
 
-	if (sizeof(long) < 8) {
-		ktap_skip_named("clean_smart_written", "32-bit reads every page");
-		return;
-	}
-	if (ksm_read("max_kernel_pages") < 0 && !getenv("KSM_FORCE")) {
-		ktap_skip_named("clean_smart_written", "not samepage");
-		return;
-	}
 	if (!CHECK(ksm_reset() == 0, "reset") ||
 	    !CHECK(ksm_write("smart_scan", 1) == 0, "smart_scan=1") ||
-	    !CHECK(ksm_step_mode() == 0, "step mode") ||
-	    !table_regions(&r, &raw))
+	    !CHECK(ksm_step_mode() == 0, "step mode"))
 		goto out;
+	r.a = map_pages(N);
+	r.b = map_pages(N);
 	for (int i = 0; i < N; i++) {
 		fill_page(r.a, i, SEED_A);
 		fill_page(r.b, i, SEED_B);
 	}
-	for (g = 0; g < GROUPS; g++) {
-		if (!CHECK(merge_pages(r.a + g * per * page_size, per) == 0 &&
-			   merge_pages(r.b + g * per * page_size, per) == 0,
-			   "madvise group %d", g) ||
-		    !CHECK(ksm_step(), "scan after group %d", g))
-			goto out;
-	}
-	/* Last, so that it is the page the walk leaves writable from now. */
-	if (!CHECK(merge_pages(r.a - page_size, 1) == 0, "madvise first"))
+	skipped = ksm_read("pages_skipped");
+	if (!CHECK(merge_pages(r.a, N) == 0 && merge_pages(r.b, N) == 0,
+		   "madvise"))
 		goto out;
-	for (s = 0; s < AGE_SCANS; s++)
-		if (!CHECK(ksm_step(), "scan %d", s))
+	while (v < AGE_SCANS)
+		if (!smart_step(++v, &skipped))
 			goto out;
-	CHECK(ksm_read("pages_skipped") > 0, "smart scan skipped nothing");
 	for (int i = 0; i < N; i++) {
 		fill_page(r.a, i, SEED_C);
 		fill_page(r.b, i, SEED_C);
 	}
-	for (s = 0; s < SMART_MERGE_SCANS && self_merging_pages() < 2 * N; s++)
-		if (!CHECK(ksm_step(), "scan after the write"))
-			break;
+	while (v < AGE_SCANS + SMART_MERGE_SCANS &&
+	       self_merging_pages() < 2 * N)
+		if (!smart_step(++v, &skipped))
+			goto out;
 	CHECK(self_merging_pages() == 2 * N,
-	      "ksm_merging_pages %ld of %d after %d scans",
-	      self_merging_pages(), 2 * N, s);
+	      "ksm_merging_pages %ld of %d after %d scans from the write",
+	      self_merging_pages(), 2 * N, v - AGE_SCANS);
 	CHECK(pages_wrong(r.a, N, SEED_C) == 0, "content of A");
 	CHECK(pages_wrong(r.b, N, SEED_C) == 0, "content of B");
 out:
-	if (raw && raw != MAP_FAILED)
-		munmap(raw, 4UL << 20);
+	if (r.a)
+		regions_free(&r);
 	ksm_write("smart_scan", 0);
 	ktap_result(checks_passed(), "clean_smart_written");
 }
@@ -613,8 +666,9 @@ out:
 int main(void)
 {
 	ksm_save_settings();
-	ktap_plan(10);
+	ktap_plan(11);
 	test_store();
+	test_swapin();
 	test_proc_mem();
 	test_vm_writev();
 	test_proc_mem_ro();

@@ -36,6 +36,11 @@
  *     page that merged into it; content, copy on write, MADV_UNMERGEABLE
  *     and run=2 behave as without it.
  *   fresh_pages_cap: max_kernel_pages still caps the KSM pages.
+ *   fresh_pages_at_limit: a process holding pairs of equal pages in a
+ *     memory cgroup at its limit, without swap, nothing in it to reclaim:
+ *     with use_fresh_pages=1 its pairs merge, and the charge of the new
+ *     frames invokes no OOM killer (memory.events oom_kill stays 0); the
+ *     process lives and its content holds.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -59,7 +64,10 @@
 #define CG_T		CGROUP_ROOT "/ksm_dom_t"
 #define CG_TA		CG_T "/a"
 #define CG_TB		CG_T "/b"
+#define CG_LIM		CGROUP_ROOT "/ksm_dom_lim"
+#define CG_DRAIN	CGROUP_ROOT "/ksm_dom_drain"
 #define STAT		"/memory.ksm_stat"
+#define NPAIRS		256
 
 /* Where child i runs and as whom. */
 struct tenancy {
@@ -546,12 +554,118 @@ static void test_fresh_cap(void)
 	ktap_result(checks_passed(), "fresh_pages_cap");
 }
 
+/*
+ * A child in CG_LIM: NPAIRS pairs of equal pages, mergeable; 'c' checks
+ * them ('o'/'x'), 'q' quits.
+ */
+static int pairs_kid(void *arg, int i, int cmd_fd, int reply_fd)
+{
+	char *p, cmd;
+
+	if (write_file(CG_LIM "/cgroup.procs", "0"))
+		return 1;
+	p = map_pages(2 * NPAIRS);
+	for (int j = 0; j < 2 * NPAIRS; j++)
+		fill_pattern(p + j * page_size, SEED + 2, j / 2);
+	if (merge_pages(p, 2 * NPAIRS))
+		return 1;
+	kid_reply(reply_fd, 'o');
+	while ((cmd = kid_wait_cmd(cmd_fd)) != 'q') {
+		bool ok = true;
+
+		for (int j = 0; j < 2 * NPAIRS; j++)
+			ok = ok && holds_pattern(p + j * page_size, SEED + 2,
+						 j / 2);
+		kid_reply(reply_fd, ok ? 'o' : 'x');
+	}
+	return 0;
+}
+
+/*
+ * Charges are made in batches: what a cgroup charged ahead sits in each
+ * CPU's stock, and a charge takes from it before the limit is looked at.
+ * A process of another cgroup faulting a page on every CPU takes each
+ * stock over, handing CG_LIM's back: memory.current is then what it uses.
+ */
+static bool drain_stocks(void)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		if (write_file(CG_DRAIN "/cgroup.procs", "0"))
+			_exit(1);
+		for (long c = 0; c < cpus; c++) {
+			if (pin_to_cpu(0, c))
+				_exit(2);
+			*(volatile char *)map_pages(1) = 1;
+		}
+		_exit(0);
+	}
+	return pid > 0 && waitpid(pid, &status, 0) == pid &&
+	       WIFEXITED(status) && !WEXITSTATUS(status);
+}
+
+/* Limit CG_LIM to what it uses now, with no swap. */
+static bool limit_to_usage(void)
+{
+	char buf[32];
+	long cur;
+
+	if (write_file(CG_LIM "/memory.swap.max", "0") || !drain_stocks())
+		return false;
+	cur = read_long(CG_LIM "/memory.current");
+	snprintf(buf, sizeof(buf), "%ld", cur);
+	ktap_diag("cgroup limited to what it uses, %ld kB", cur >> 10);
+	return cur > 0 && !write_file(CG_LIM "/memory.max", buf) &&
+	       read_long(CG_LIM "/memory.current") <= cur;
+}
+
+static bool pairs_merged(void *arg)
+{
+	return ksm_read("pages_sharing") >= NPAIRS;
+}
+
+static void test_fresh_at_limit(void)
+{
+	struct kids k;
+	char r = 0;
+
+	CHECK(ksm_reset() == 0, "reset");
+	CHECK(ksm_pause() == 0, "run=0");
+	if (!CHECK(memcg_create(CG_LIM) == 0 && memcg_create(CG_DRAIN) == 0,
+		   "cgroups") ||
+	    !CHECK(kids_start(&k, 1, pairs_kid, NULL) == 0, "child"))
+		goto out;
+	if (!CHECK(kids_collect(&k, &r) && r == 'o', "child ready") ||
+	    !CHECK(limit_to_usage(), "memory.max"))
+		goto quit;
+	CHECK(ksm_write("use_fresh_pages", 1) == 0, "use_fresh_pages=1");
+	CHECK(ksm_resume() == 0, "run=1");
+	CHECK(ksm_wait_until(pairs_merged, NULL, SCANS), "pairs merged: %ld",
+	      ksm_read("pages_sharing"));
+	CHECK(key_value(CG_LIM "/memory.events", "oom_kill") == 0,
+	      "oom_kill %ld", key_value(CG_LIM "/memory.events", "oom_kill"));
+	CHECK(kid_call(&k, 0, 'c', &r) && r == 'o', "child's content (%c)", r);
+quit:
+	kids_send(&k, 'q');
+	CHECK(kids_wait(&k), "child exits");
+out:
+	ksm_write("run", 2);
+	ksm_write("use_fresh_pages", 0);
+	cgroup_remove(CG_LIM);
+	cgroup_remove(CG_DRAIN);
+	ktap_result(checks_passed(), "fresh_pages_at_limit");
+}
+
 int main(void)
 {
 	static const char *const names[] = {
 		"domains_system", "domains_process", "domains_cgroup",
 		"domains_user", "domains_change", "domains_views",
 		"domains_stat_access", "fresh_pages", "fresh_pages_cap",
+		"fresh_pages_at_limit",
 	};
 	bool ours = ksm_read_str("merge_domain", (char[64]){ 0 }, 64) == 0;
 
@@ -572,6 +686,7 @@ int main(void)
 		test_stat_access();
 		test_fresh();
 		test_fresh_cap();
+		test_fresh_at_limit();
 	} else {
 		for (size_t i = 1; i < ARRAY_SIZE(names); i++)
 			ktap_skip_named(names[i], "no merge_domain (stock)");

@@ -2,15 +2,15 @@
 /*
  * ksm_request.c - merge on request (MADV_MERGE, samepage's): a range is
  * merged in the caller's context and the saving is there when the call
- * returns, ksmd running or not. Stock rejects the advice with EINVAL, and
- * every test here skips there.
+ * returns, whether ksmd scans or not, as long as run is 1. Stock rejects
+ * the advice with EINVAL, and every test here skips there.
  *
- *   request_image: ksmd stopped (run=0), NKIDS processes load one image
- *     of IMAGE pages and each asks for it to be merged, all at once. When
- *     the last request returns, at least 90% of the saving ksmd would
- *     reach is there (pages_sharing); every page holds its content; a
- *     write to a merged page copies it (cow_ksm) and leaves the others'
- *     content alone.
+ *   request_image: ksmd idle (run=1, pages_to_scan=0), NKIDS processes
+ *     load one image of IMAGE pages and each asks for it to be merged, all
+ *     at once. When the last request returns, at least 90% of the saving
+ *     ksmd would reach is there (pages_sharing); every page holds its
+ *     content; a write to a merged page copies it (cow_ksm) and leaves the
+ *     others' content alone.
  *   request_with_ksmd: the same for two processes with ksmd running.
  *   request_after_passes: one process loads and merges on request; ksmd
  *     makes two full scans (and no more than the 16 that candidates of a
@@ -25,8 +25,22 @@
  *     its error (unaligned start, wrapping length, a hole: EINVAL, EINVAL,
  *     ENOMEM, the mapped part merged all the same), and passes over what
  *     MADV_MERGEABLE passes over (a shared mapping, the VM_PFNMAP vvar)
- *     without merging it; process_madvise() merges another process's
- *     range, and a bad pidfd is EBADF.
+ *     without merging it; a bad pidfd is EBADF.
+ *   request_remote: process_madvise() merges what another process made
+ *     mergeable itself, and nothing else: a range it never advised stays
+ *     unmergeable (smaps "mg") and unmerged, and so does all of a process
+ *     that said PR_SET_MEMORY_MERGE 1 and then 0.
+ *   request_ksmd_off: with run=0 (KSM stopped) a request merges nothing,
+ *     returns 0 and leaves the range mergeable: ksmd merges it once run
+ *     is 1 again, content intact.
+ *   request_repeated: one range of unique pages requested again and
+ *     again costs the candidate table no more than the first request
+ *     did: general_profit, which subtracts the table's size, stays.
+ *   request_ksmd_busy: ksmd pinned to CPU 0 with pages_to_scan 0 and
+ *     sleep_millisecs 0, batches of nothing back to back, while a
+ *     loader's fresh pages wait in CPU 0's LRU batch: a request from CPU
+ *     1, which drains every CPU's batches, completes and merges (ksmd
+ *     lets the CPU go between batches, even without preemption).
  *   request_domains: under merge_domain=process two processes' equal pages
  *     stay apart, and one process's own copies merge.
  *   request_max_page_sharing: eight mappings of one content under
@@ -38,11 +52,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include "ksmtest.h"
+
+#ifndef PR_SET_MEMORY_MERGE
+#define PR_SET_MEMORY_MERGE	67
+#endif
 
 #ifndef MADV_MERGE
 #define MADV_MERGE	26
@@ -133,7 +152,7 @@ static void loaders_merge(int n, size_t pages, bool ksmd_on)
 
 	CHECK(ksm_reset() == 0, "reset");
 	if (!ksmd_on)
-		CHECK(ksm_pause() == 0, "run=0");
+		CHECK(ksm_idle() == 0, "ksmd idle");
 	CHECK(kids_start(&k, n, kid_loader, &pages) == 0, "fork");
 	CHECK(kids_collect(&k, r) && all_are(r, n, 'r'), "loaded");
 	t = monotonic_seconds();
@@ -187,7 +206,7 @@ static void test_after_passes(void)
 	CHECK(merge_pages(one, 1) == 0, "madvise");
 	CHECK(ksm_wait_scans(20), "passes over one page");
 	munmap(one, page_size);
-	CHECK(ksm_pause() == 0, "run=0");
+	CHECK(ksm_idle() == 0, "ksmd idle");
 	CHECK(kids_start(&a, 1, kid_loader, &pages) == 0, "fork a");
 	CHECK(kids_collect(&a, r) && r[0] == 'r', "a loaded");
 	CHECK(kids_sync(&a, 'm', r) && r[0] == 'k', "a's request");
@@ -200,7 +219,7 @@ static void test_after_passes(void)
 	CHECK(ksm_write("sleep_millisecs", 50) == 0, "sleep_millisecs");
 	CHECK(ksm_resume() == 0, "run=1");
 	CHECK(ksm_wait_scans(2), "two full scans");
-	CHECK(ksm_pause() == 0, "run=0");
+	CHECK(ksm_idle() == 0, "ksmd idle");
 	/* Twice the pages: the table the first request sized must grow. */
 	CHECK(kids_start(&b, 1, kid_loader, &more) == 0, "fork b");
 	CHECK(kids_collect(&b, r) && r[0] == 'r', "b loaded");
@@ -261,33 +280,55 @@ static long merge_remote(int pidfd, void *addr, size_t len)
 	return syscall(SYS_process_madvise, pidfd, &iov, 1, MADV_MERGE, 0);
 }
 
-/* A child with two equal pages, waiting to be merged by its parent. */
+/*
+ * A child with two regions of two equal pages each, waiting for its
+ * parent's requests: it made the first mergeable itself (child 0), or all
+ * its memory mergeable and then took that back with PR_SET_MEMORY_MERGE
+ * 0 (child 1); the second it never advised. Sends both addresses; 'c'
+ * replies 'k' when the first region alone is merged, 'n' when neither is
+ * (either content intact; 'x' if not); 'v' whether the second region is
+ * mergeable ('y'/'n').
+ */
 static int kid_target(void *arg, int i, int cmd, int reply)
 {
-	char *p = map_pages(2);
+	char *p[2] = { map_pages(2), map_pages(2) };
+	bool ok;
+	char c;
 
-	fill_page(p, 0, SEED);
-	fill_page(p + page_size, 0, SEED);
-	if (write(reply, &p, sizeof(p)) != sizeof(p))
+	for (int r = 0; r < 2; r++) {
+		fill_page(p[r], 0, SEED + r);
+		fill_page(p[r] + page_size, 0, SEED + r);
+	}
+	if (i == 0 && merge_pages(p[0], 2))
 		return 1;
-	while (kid_wait_cmd(cmd) == 'c')
-		kid_reply(reply, page_holds(p, 0, SEED) &&
-			  page_holds(p + page_size, 0, SEED) ?
-			  (self_merging_pages() == 2 ? 'k' : 'u') : 'x');
+	if (i == 1 && (prctl(PR_SET_MEMORY_MERGE, 1, 0, 0, 0) ||
+		       prctl(PR_SET_MEMORY_MERGE, 0, 0, 0, 0)))
+		return 1;
+	if (write(reply, p, sizeof(p)) != sizeof(p))
+		return 1;
+	while ((c = kid_wait_cmd(cmd)) != 'q') {
+		if (c == 'v') {
+			kid_reply(reply, mergeable_flag(p[1]) == 1 ? 'y' : 'n');
+			continue;
+		}
+		ok = true;
+		for (int r = 0; r < 2; r++)
+			ok = ok && page_holds(p[r], 0, SEED + r) &&
+			     page_holds(p[r] + page_size, 0, SEED + r);
+		kid_reply(reply, !ok ? 'x' : self_merging_pages() == 2 ? 'k' :
+			  self_merging_pages() == 0 ? 'n' : 'u');
+	}
 	return 0;
 }
 
 static void test_errors(void)
 {
-	char *p = map_pages(4), *shared, *vvar, *addr = NULL;
+	char *p = map_pages(4), *shared, *vvar;
 	size_t vlen = 0;
-	struct kids k;
-	int pidfd;
 	long ret;
-	char c;
 
 	CHECK(ksm_reset() == 0, "reset");
-	CHECK(ksm_pause() == 0, "run=0");
+	CHECK(ksm_idle() == 0, "ksmd idle");
 	fill_page(p, 0, SEED);
 	fill_page(p + 2 * page_size, 0, SEED);
 	same_result(p + 1, page_size, "unaligned start", -EINVAL);
@@ -319,24 +360,151 @@ static void test_errors(void)
 	      page_holds(shared + page_size, 0, SEED + 9), "shared content");
 	munmap(shared, 2 * page_size);
 
-	CHECK(kids_start(&k, 1, kid_target, NULL) == 0, "fork");
-	CHECK(read(k.from_kid[0], &addr, sizeof(addr)) == sizeof(addr),
-	      "child's address");
-	pidfd = pidfd_open(k.pid[0]);
-	CHECK(pidfd >= 0, "pidfd_open: errno %d", errno);
-	ret = merge_remote(pidfd, addr, 2 * page_size);
-	CHECK(ret == (long)(2 * page_size), "process_madvise: %ld errno %d",
-	      ret, errno);
-	CHECK(kid_call(&k, 0, 'c', &c) && c == 'k', "child merged (%c)", c);
-	ret = merge_remote(-1, addr, 2 * page_size);
+	ret = merge_remote(-1, p, page_size);
 	CHECK(ret == -1 && errno == EBADF, "bad pidfd: %ld errno %d", ret,
 	      errno);
-	close(pidfd);
-	kids_send(&k, 'q');
-	CHECK(kids_wait(&k), "child");
 	munmap(p, 4 * page_size);
-	CHECK(ksm_resume() == 0, "run=1");
+	CHECK(ksm_reset() == 0, "reset");
 	ktap_result(checks_passed(), "request_errors");
+}
+
+/* process_madvise(MADV_MERGE) of both regions of kid_target() @i. */
+static void remote_both(struct kids *k, int i, char want)
+{
+	char *addr[2] = { NULL, NULL };
+	long ret;
+	int pidfd;
+	char c;
+
+	CHECK(read(k->from_kid[i], addr, sizeof(addr)) == sizeof(addr),
+	      "child %d's addresses", i);
+	pidfd = pidfd_open(k->pid[i]);
+	CHECK(pidfd >= 0, "pidfd_open: errno %d", errno);
+	for (int r = 0; r < 2; r++) {
+		ret = merge_remote(pidfd, addr[r], 2 * page_size);
+		CHECK(ret == (long)(2 * page_size),
+		      "child %d region %d: process_madvise %ld errno %d", i, r,
+		      ret, errno);
+	}
+	close(pidfd);
+	CHECK(kid_call(k, i, 'c', &c) && c == want,
+	      "child %d merged: %c, want %c", i, c, want);
+	CHECK(kid_call(k, i, 'v', &c) && c == 'n',
+	      "child %d: a region it never advised made mergeable", i);
+}
+
+static void test_remote(void)
+{
+	struct kids k;
+
+	CHECK(ksm_reset() == 0, "reset");
+	CHECK(ksm_idle() == 0, "ksmd idle");
+	CHECK(kids_start(&k, 2, kid_target, NULL) == 0, "fork");
+	remote_both(&k, 0, 'k');
+	remote_both(&k, 1, 'n');
+	kids_send(&k, 'q');
+	CHECK(kids_wait(&k), "children");
+	CHECK(ksm_reset() == 0, "reset");
+	ktap_result(checks_passed(), "request_remote");
+}
+
+static bool two_merged(void *arg)
+{
+	return ksm_read("pages_sharing") >= *(long *)arg;
+}
+
+/*
+ * run=0: the request leaves the range mergeable and merges nothing;
+ * ksmd merges it once run is 1.
+ */
+static void test_ksmd_off(void)
+{
+	long full = 256;
+	size_t pages = full;
+	char r[2];
+	struct kids k;
+
+	CHECK(ksm_reset() == 0, "reset");
+	CHECK(ksm_pause() == 0, "run=0");
+	CHECK(kids_start(&k, 2, kid_loader, &pages) == 0, "fork");
+	CHECK(kids_collect(&k, r) && all_are(r, 2, 'r'), "loaded");
+	CHECK(kids_sync(&k, 'm', r) && all_are(r, 2, 'k'), "requests");
+	diag_counts();
+	CHECK(ksm_read("pages_shared") == 0 && ksm_read("pages_sharing") == 0,
+	      "merged with run=0");
+	CHECK(kids_sync(&k, 'c', r) && all_are(r, 2, 'k'), "content");
+	CHECK(ksm_resume() == 0, "run=1");
+	CHECK(ksm_wait_until(two_merged, &full, 20), "ksmd merged them");
+	CHECK(kids_sync(&k, 'c', r) && all_are(r, 2, 'k'), "content after");
+	kids_send(&k, 'q');
+	CHECK(kids_wait(&k), "children");
+	ktap_result(checks_passed(), "request_ksmd_off");
+}
+
+/* kid_loader() on CPU @i % 2. */
+static int kid_pinned_loader(void *arg, int i, int cmd, int reply)
+{
+	if (pin_to_cpu(0, i % 2))
+		return 1;
+	return kid_loader(arg, i, cmd, reply);
+}
+
+static void test_ksmd_busy(void)
+{
+	size_t pages = 1024;
+	cpu_set_t was;
+	struct kids k;
+	char r[2];
+
+	CHECK(ksm_reset() == 0, "reset");
+	CHECK(ksm_pause() == 0, "run=0");
+	CHECK(kids_start(&k, 2, kid_pinned_loader, &pages) == 0, "fork");
+	CHECK(kids_collect(&k, r) && all_are(r, 2, 'r'), "loaded");
+	if (!CHECK(ksmd_pin(0, &was) == 0, "ksmd on CPU 0"))
+		goto out;
+	CHECK(ksm_write("pages_to_scan", 0) == 0 &&
+	      ksm_write("sleep_millisecs", 0) == 0 && ksm_resume() == 0,
+	      "ksmd busy");
+	CHECK(kid_call(&k, 1, 'm', &r[1]) && r[1] == 'k', "request on CPU 1");
+	CHECK(kid_call(&k, 0, 'm', &r[0]) && r[0] == 'k', "request on CPU 0");
+	diag_counts();
+	CHECK(ksm_read("pages_sharing") * 10 >= (long)pages * 9,
+	      "saving %ld, want 90%% of %zu", ksm_read("pages_sharing"),
+	      pages);
+	CHECK(kids_sync(&k, 'c', r) && all_are(r, 2, 'k'), "content");
+	sched_setaffinity(ksmd_pid(), sizeof(was), &was);
+out:
+	kids_send(&k, 'q');
+	CHECK(kids_wait(&k), "children");
+	CHECK(ksm_reset() == 0, "reset");
+	ktap_result(checks_passed(), "request_ksmd_busy");
+}
+
+/* A range of unique pages, requested again and again. */
+static void test_repeated(void)
+{
+	size_t pages = 8192;
+	char *p = map_pages(pages);
+	long before, after;
+
+	CHECK(ksm_reset() == 0, "reset");
+	CHECK(ksm_idle() == 0, "ksmd idle");
+	for (size_t j = 0; j < pages; j++)
+		fill_page(p, j, SEED + 3);
+	CHECK(merge_now(p, pages) == 0, "first request");
+	before = ksm_read("general_profit");
+	for (int i = 0; i < 24; i++)
+		CHECK(merge_now(p, pages) == 0, "request %d", i);
+	after = ksm_read("general_profit");
+	ktap_diag("general_profit %ld after one request, %ld after 25; pages_unshared %ld",
+		  before, after, ksm_read("pages_unshared"));
+	/* Each entry is ten bytes: a page added twice would cost 80 KiB. */
+	CHECK(after >= before - 16384, "the index grew by %ld bytes",
+	      before - after);
+	CHECK(!pages_wrong(p, pages, SEED + 3), "content");
+	munmap(p, pages * page_size);
+	CHECK(ksm_reset() == 0, "reset");
+	ktap_result(checks_passed(), "request_repeated");
 }
 
 /* Child 0 holds two copies of a page, child 1 one; 'm' merges, 'c' checks. */
@@ -366,7 +534,7 @@ static void test_domains(void)
 	struct kids k;
 
 	CHECK(ksm_reset() == 0, "reset");
-	CHECK(ksm_pause() == 0, "run=0");
+	CHECK(ksm_idle() == 0, "ksmd idle");
 	CHECK(ksm_write_str("merge_domain", "process") == 0,
 	      "merge_domain=process");
 	CHECK(kids_start(&k, 2, kid_domain, NULL) == 0, "fork");
@@ -391,7 +559,7 @@ static void test_max_page_sharing(void)
 	struct kids k;
 
 	CHECK(ksm_reset() == 0, "reset");
-	CHECK(ksm_pause() == 0, "run=0");
+	CHECK(ksm_idle() == 0, "ksmd idle");
 	CHECK(ksm_write("max_page_sharing", 4) == 0, "max_page_sharing=4");
 	CHECK(kids_start(&k, 8, kid_loader, &one) == 0, "fork");
 	CHECK(kids_collect(&k, r), "ready");
@@ -412,8 +580,9 @@ int main(void)
 {
 	static const char *const names[] = {
 		"request_image", "request_with_ksmd", "request_after_passes",
-		"request_errors",
-		"request_domains", "request_max_page_sharing",
+		"request_errors", "request_remote", "request_ksmd_off",
+		"request_repeated", "request_ksmd_busy", "request_domains",
+		"request_max_page_sharing",
 	};
 
 	ksm_save_settings();
@@ -425,6 +594,10 @@ int main(void)
 	test_with_ksmd();
 	test_after_passes();
 	test_errors();
+	test_remote();
+	test_ksmd_off();
+	test_repeated();
+	test_ksmd_busy();
 	test_domains();
 	test_max_page_sharing();
 	return ktap_finish();

@@ -2,8 +2,9 @@
 /*
  * ksm_vma.c - merged pages under the VMA operations of the rest of mm:
  * mlock/munlock, mprotect, mremap (move and grow), MADV_DONTNEED,
- * MADV_FREE, MADV_COLD, userfaultfd write-protection, fork, and exit while
- * ksmd is in the middle of a pass.
+ * MADV_FREE, MADV_COLD, userfaultfd write-protection, fork, exit while
+ * ksmd is in the middle of a pass, and MADV_MERGEABLE while ksmd forgets
+ * what it tracked of an mm that had no mergeable area left.
  *
  * Each item merges identical pages in two or more sharers (two regions of
  * this process, or forked children), waits on the KSM counters, applies
@@ -755,12 +756,119 @@ static void test_exit_midscan(void)
 	ktap_result(checks_passed(), "exit_during_scan");
 }
 
+/* Pages of the area whose entries ksmd forgets, and of the new area. */
+#define FORGET_PAGES	65536
+#define NEW_PAGES	64
+
+/* What forget_race_kid() found, as its exit status. */
+enum { RACE_HIT, RACE_MISSED, RACE_UNMERGED, RACE_CONTENT, RACE_SETUP };
+
+static long rmap_items(void)
+{
+	return ksm_stat(0, "ksm_rmap_items");
+}
+
+static bool items_at_least(void *arg)
+{
+	return rmap_items() >= *(long *)arg;
+}
+
+static bool new_area_merged(void *arg)
+{
+	return self_merging_pages() >= NEW_PAGES;
+}
+
+/*
+ * In a child of its own: a big area A, tracked by ksmd, is made
+ * unmergeable, so that ksmd, finding no mergeable area left, forgets its
+ * entries over several steps; as soon as it has begun, area B below A is
+ * made mergeable. Whether it began in time shows in the entries left
+ * right after. B must merge all the same.
+ */
+static int forget_race_kid(void)
+{
+	size_t len = (NEW_PAGES + 1 + FORGET_PAGES) * page_size;
+	char *res = mmap(NULL, len, PROT_NONE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	int prot = PROT_READ | PROT_WRITE, flags;
+	long want = FORGET_PAGES;
+	char *a, *b;
+	bool hit;
+
+	flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED;
+	if (res == MAP_FAILED)
+		return RACE_SETUP;
+	b = mmap(res, NEW_PAGES * page_size, prot, flags, -1, 0);
+	a = mmap(res + (NEW_PAGES + 1) * page_size, FORGET_PAGES * page_size,
+		 prot, flags, -1, 0);
+	if (a == MAP_FAILED || b == MAP_FAILED)
+		return RACE_SETUP;
+	for (size_t i = 0; i < FORGET_PAGES; i++)
+		fill_page(a, i, 0x7a);
+	for (size_t i = 0; i < NEW_PAGES; i++)
+		fill_pattern(b + i * page_size, 0x7b, i % (NEW_PAGES / 2));
+	if (merge_pages(a, FORGET_PAGES) ||
+	    !ksm_wait_until(items_at_least, &want, 20) ||
+	    madvise(a, FORGET_PAGES * page_size, MADV_UNMERGEABLE))
+		return RACE_SETUP;
+	for (double end = monotonic_seconds() + KSM_WAIT_SECONDS;
+	     rmap_items() >= FORGET_PAGES;)
+		if (monotonic_seconds() > end)
+			return RACE_SETUP;
+	if (merge_pages(b, NEW_PAGES))
+		return RACE_SETUP;
+	hit = rmap_items() > 0;
+	if (!ksm_wait_until(new_area_merged, NULL, 10))
+		return hit ? RACE_UNMERGED : RACE_MISSED;
+	for (size_t i = 0; i < NEW_PAGES; i++)
+		if (!holds_pattern(b + i * page_size, 0x7b,
+				   i % (NEW_PAGES / 2)))
+			return RACE_CONTENT;
+	return hit ? RACE_HIT : RACE_MISSED;
+}
+
+/*
+ * mainline unregisters an mm only after a walk under one hold of its
+ * mmap_lock found no mergeable VMA in it: a VMA made mergeable meanwhile
+ * is scanned. Tried until MADV_MERGEABLE lands while ksmd is still
+ * forgetting (at most four times); the new area must merge every time.
+ */
+static void test_madvise_while_forgetting(void)
+{
+	int status = RACE_SETUP, tries = 0;
+
+	begin();
+	CHECK(ksm_reset() == 0, "reset");
+	while (tries++ < 4) {
+		pid_t pid = fork();
+
+		if (pid == 0)
+			_exit(forget_race_kid());
+		if (pid < 0 || waitpid(pid, &status, 0) != pid ||
+		    !WIFEXITED(status)) {
+			status = RACE_SETUP;
+			break;
+		}
+		status = WEXITSTATUS(status);
+		if (status != RACE_MISSED)
+			break;
+	}
+	ktap_diag("%d tries, the last %s", tries - (tries > 4),
+		  status == RACE_HIT ? "while ksmd forgot" :
+		  status == RACE_MISSED ? "after ksmd forgot" : "failed");
+	CHECK(status == RACE_HIT || status == RACE_MISSED,
+	      "the new area: %s", status == RACE_UNMERGED ? "never merged" :
+	      status == RACE_CONTENT ? "wrong content" : "setup failed");
+	check_healthy();
+	ktap_result(checks_passed(), "madvise_while_forgetting");
+}
+
 int main(void)
 {
 	time_t started = time(NULL);
 
 	ksm_save_settings();
-	ktap_plan(9);
+	ktap_plan(10);
 	test_mlock();
 	test_mprotect();
 	test_mremap();
@@ -770,6 +878,7 @@ int main(void)
 	test_uffd_wp();
 	test_fork();
 	test_exit_midscan();
+	test_madvise_while_forgetting();
 	ktap_diag("%ld s", (long)(time(NULL) - started));
 	return ktap_finish();
 }

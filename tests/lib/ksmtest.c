@@ -396,6 +396,18 @@ int ksm_resume(void)
 	return ksm_write("run", 1);
 }
 
+int ksm_idle(void)
+{
+	int err = ksm_pause();
+
+	/* A batch of no page every 0 ms would keep a CPU busy. */
+	if (!err)
+		err = ksm_write("pages_to_scan", 0);
+	if (!err)
+		err = ksm_write("sleep_millisecs", 1000);
+	return err ? err : ksm_resume();
+}
+
 void ksm_get_counts(struct ksm_counts *c)
 {
 	c->shared = ksm_read("pages_shared");

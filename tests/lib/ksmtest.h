@@ -72,6 +72,12 @@ pid_t ksmd_pid(void);
 /* run=0: returns once ksmd is between two batches, so counters hold still. */
 int ksm_pause(void);
 int ksm_resume(void);	/* run=1 */
+/*
+ * run=1 with pages_to_scan=0 (and sleep_millisecs=1000): ksmd makes no
+ * pass, and only merges on request (MADV_MERGE, samepage's) merge.
+ * ksm_reset() undoes it.
+ */
+int ksm_idle(void);
 
 /* The page counters of ksm.rst, read one after the other. */
 struct ksm_counts {

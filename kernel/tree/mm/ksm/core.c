@@ -91,6 +91,9 @@ struct sp_slot *sp_slot_alloc(struct mm_struct *mm)
 	struct sp_slot *slot;
 	u32 id;
 
+	/* None if KSM failed to start at boot: nothing registers then. */
+	if (unlikely(!sp_slot_cache))
+		return NULL;
 	slot = kmem_cache_zalloc(sp_slot_cache, GFP_KERNEL);
 	if (!slot)
 		return NULL;
@@ -161,7 +164,8 @@ void sp_slot_free(struct sp_slot *slot)
 }
 
 /**
- * sp_core_init - make the slab caches of slots and nodes
+ * sp_core_init - make the slab caches of slots and nodes, and the table of
+ *	slots by mm
  *
  * Return: 0 or -ENOMEM.
  */
@@ -169,12 +173,31 @@ int __init sp_core_init(void)
 {
 	sp_slot_cache = KMEM_CACHE(sp_slot, 0);
 	sp_node_cache = KMEM_CACHE(sp_knode, 0);
-	if (sp_slot_cache && sp_node_cache &&
-	    !rhashtable_init(&sp_mm_table, &sp_mm_params))
-		return 0;
+	if (!sp_slot_cache || !sp_node_cache)
+		goto fail;
+	if (rhashtable_init(&sp_mm_table, &sp_mm_params))
+		goto fail;
+	return 0;
+fail:
 	kmem_cache_destroy(sp_slot_cache);
 	kmem_cache_destroy(sp_node_cache);
+	sp_slot_cache = NULL;
+	sp_node_cache = NULL;
 	return -ENOMEM;
+}
+
+/**
+ * sp_core_exit - undo sp_core_init(), when boot fails further on
+ *
+ * Nothing was registered yet: the caches and the table are empty.
+ */
+void __init sp_core_exit(void)
+{
+	rhashtable_destroy(&sp_mm_table);
+	kmem_cache_destroy(sp_slot_cache);
+	kmem_cache_destroy(sp_node_cache);
+	sp_slot_cache = NULL;
+	sp_node_cache = NULL;
 }
 
 #ifdef CONFIG_KSM_INDEX_KUNIT_TEST

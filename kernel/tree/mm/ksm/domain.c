@@ -40,10 +40,10 @@
  *
  * The setting changes only while there is no KSM page (EBUSY otherwise,
  * as for merge_across_nodes): a KSM page of two domains can then never
- * exist. Changing it drops this pass's candidates and works every
- * registered mm's domain out again at once, so that the pass goes on in
- * the new domains. Locking: sp_dom_kind is written under sp_mutex and
- * sp_slots_lock; slot->dom and slot->salt are ksmd's, under sp_mutex.
+ * exist. Changing it drops this pass's candidates, so that the pass goes
+ * on in the new domains (sp_domain_set()). Locking: sp_dom_kind is
+ * written under sp_mutex; slot->dom and slot->salt are ksmd's, under
+ * sp_mutex.
  *
  * Layering (see samepage.h): calls into core.c, index.c.
  */
@@ -170,20 +170,19 @@ bool sp_domain_supported(unsigned int kind)
  * @kind: the new setting, supported
  *
  * Called with sp_mutex held and no KSM page left. The candidates of the
- * pass in progress were keyed in the old domains: they are dropped, and
- * every slot's domain is worked out again, so that no lookup of the rest
- * of the pass can meet a domain of the old setting.
+ * pass in progress were keyed in the old domains: they are dropped. A
+ * slot's domain is read only by lookups of its own pages and of its
+ * candidates, so it needs working out again only before its pages are
+ * looked up: at the start of its walk (sp_domain_enter()), and here for
+ * the slot that ksmd's pass is in the middle of. Nothing is done per slot:
+ * a host with many processes pays for none of them.
  */
 void sp_domain_set(unsigned int kind)
 {
-	struct sp_slot *slot;
-
 	lockdep_assert_held(&sp_mutex);
-	spin_lock(&sp_slots_lock);
 	WRITE_ONCE(sp_dom_kind, kind);
-	list_for_each_entry(slot, &sp_slots, list)
-		sp_domain_compute(slot, kind);
-	spin_unlock(&sp_slots_lock);
+	if (sp_cur.slot)
+		sp_domain_compute(sp_cur.slot, kind);
 	sp_cand_clear(&sp_cands);
 }
 

@@ -22,9 +22,15 @@
  *
  * The new frame is charged to the memory cgroup of the mm whose page is
  * merged first, as that page was, and counts in kernel_pages_allocated
- * and against max_kernel_pages like any KSM page. The pool holds
- * SP_POOL_SIZE pages per NUMA node while the setting is on, and is freed
- * when it is turned off.
+ * and against max_kernel_pages like any KSM page. The charge neither
+ * reclaims nor invokes the OOM killer: a cgroup at its limit is let past
+ * it by the one page, as try_charge_memcg() lets an allocation that will
+ * free memory soon, since the merge frees the page the frame replaces
+ * (and the frame itself is freed if the merge fails). Were the charge
+ * let fail, a cgroup kept at its limit would never merge; were the page
+ * merged in place instead, its owner could choose the frame by filling
+ * its cgroup. The pool holds SP_POOL_SIZE pages per NUMA node while the
+ * setting is on, and is freed when it is turned off.
  *
  * A frame of the pool is free memory that ksmd holds, so it must not pin
  * the block it lies in: memory offline refuses a block with a page it
@@ -128,7 +134,9 @@ static bool sp_pool_init(void)
  * A frame for NUMA node @nid: the one in a slot drawn at random, which is
  * refilled at once. An empty slot (its refill failed) or one whose frame
  * is being migrated gives no frame rather than one fresh from the
- * allocator, whose choice is predictable.
+ * allocator, whose choice is predictable. A frame that memory failure
+ * poisoned while in the pool is let go, never read or handed out: its
+ * last reference keeps it from the allocator for good.
  */
 static struct folio *sp_pool_take(int nid)
 {
@@ -153,6 +161,10 @@ static struct folio *sp_pool_take(int nid)
 		sp_pool_release(folio);
 		folio->mapping = NULL;
 		folio_unlock(folio);
+		if (folio_test_hwpoison(folio)) {
+			folio_put(folio);
+			folio = NULL;
+		}
 	}
 	/* Only sp_mutex's holder empties or fills a slot. */
 	if (!READ_ONCE(*slot))
@@ -276,12 +288,15 @@ struct folio *sp_fresh_folio(struct mm_struct *mm, struct page *page,
 	if (!folio)
 		return NULL;
 	if ((!READ_ONCE(sp_merge_across_nodes) && folio_nid(folio) != nid) ||
-	    mem_cgroup_charge(folio, mm, GFP_KERNEL)) {
+	    mem_cgroup_charge(folio, mm, GFP_NOWAIT | __GFP_HIGH)) {
 		folio_put(folio);
 		return NULL;
 	}
-	/* Nobody else can see the folio yet: no lock needed to set it up. */
-	__folio_set_swapbacked(folio);
+	/*
+	 * Mapped nowhere, but a pfn walker that found the frame while it
+	 * was in the pool may still trylock it: set its flags atomically.
+	 */
+	folio_set_swapbacked(folio);
 	folio_mark_uptodate(folio);
 	node->kpfn = folio_pfn(folio);
 	node->nid = folio_nid(folio);

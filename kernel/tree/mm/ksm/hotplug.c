@@ -72,6 +72,11 @@ static int sp_memory_callback(struct notifier_block *nb, unsigned long action,
 	return NOTIFY_OK;
 }
 
+static struct notifier_block sp_memory_nb = {
+	.notifier_call = sp_memory_callback,
+	.priority = KSM_CALLBACK_PRI,
+};
+
 /**
  * sp_hotplug_init - register for memory going offline
  *
@@ -79,5 +84,13 @@ static int sp_memory_callback(struct notifier_block *nb, unsigned long action,
  */
 int __init sp_hotplug_init(void)
 {
-	return hotplug_memory_notifier(sp_memory_callback, KSM_CALLBACK_PRI);
+	return register_memory_notifier(&sp_memory_nb);
+}
+
+/**
+ * sp_hotplug_exit - undo sp_hotplug_init(), when boot fails further on
+ */
+void __init sp_hotplug_exit(void)
+{
+	unregister_memory_notifier(&sp_memory_nb);
 }

@@ -34,6 +34,7 @@
 #include <linux/random.h>
 #include <linux/rbtree.h>
 #include <linux/siphash.h>
+#include <linux/sizes.h>
 #include <linux/slab.h>
 #include <linux/mm.h>
 #include <linux/vmalloc.h>
@@ -261,8 +262,7 @@ static bool sp_cand_alloc(struct sp_cand_table *t, unsigned int bits)
 /*
  * Number the epochs of @t from 1 again, keeping its live entries and
  * what each is good for; the dead ones are cleared. Once in about 240
- * passes, with entries a merge on request made to last; otherwise the
- * marks are only cleared. Either way a pass over the marks.
+ * passes: a pass over the marks.
  */
 static void sp_cand_rebase(struct sp_cand_table *t)
 {
@@ -270,16 +270,13 @@ static void sp_cand_rebase(struct sp_cand_table *t)
 	unsigned long lasting[SP_CE_LASTS];
 	unsigned long pos;
 
-	if (!t->used) {
-		memset(t->marks, 0, sizeof(*t->marks) << t->bits);
-		memset(t->lasting, 0, sizeof(t->lasting));
-		t->epoch = 1;
-		return;
-	}
+	/* A table may have 2^27 marks and more: a pause every 64 KiB. */
 	for (pos = 0; pos < 1UL << t->bits; pos++) {
 		until = t->marks[pos] >> 8;
 		t->marks[pos] = until < t->epoch ? 0 :
 				sp_ce_mark(until - shift, t->marks[pos]);
+		if (!(pos % SZ_32K))
+			cond_resched();
 	}
 	/* An entry good until u is counted at u modulo SP_CE_LASTS. */
 	for (i = 0; i < SP_CE_LASTS; i++)
@@ -536,6 +533,34 @@ void sp_probe_forget(struct sp_probe *p)
 		return;
 	t->locs[last] = SP_CE_DEAD;
 	p->seen--;
+}
+
+/**
+ * sp_probe_renew - keep the candidate sp_probe_next() returned last
+ * @p: the probe state
+ * @lasting: make it good for the next SP_CE_LASTS passes too, as
+ *	sp_probe_insert() would a new one
+ *
+ * For the page that looks itself up, visited again in the epoch of its
+ * entry (a merge on request, or ksmd's walk rewound after a split): its
+ * entry stays the only one, so that a page requested again and again
+ * costs the table one entry.
+ */
+void sp_probe_renew(struct sp_probe *p, bool lasting)
+{
+	struct sp_cand_table *t = p->t;
+	unsigned long last = (p->pos - 1) & ((1UL << t->bits) - 1);
+	unsigned int until = t->marks[last] >> 8;
+	unsigned int want = t->epoch;
+
+	if (lasting)
+		want = min(want + SP_CE_LASTS - 1, SP_CE_EPOCHS);
+	if (WARN_ON_ONCE(!p->seen || !sp_ce_live(t, last)) || want <= until)
+		return;
+	if (until > t->epoch)
+		t->lasting[until % SP_CE_LASTS]--;
+	t->lasting[want % SP_CE_LASTS]++;
+	t->marks[last] = sp_ce_mark(want, t->marks[last]);
 }
 
 /**
@@ -994,6 +1019,14 @@ int __init sp_index_init(void)
 {
 	sp_hash_init();
 	return sp_stable_init(&sp_stable, SP_STABLE_MIN_BITS);
+}
+
+/**
+ * sp_index_exit - undo sp_index_init(), when boot fails further on
+ */
+void __init sp_index_exit(void)
+{
+	sp_stable_destroy(&sp_stable);
 }
 
 #ifdef CONFIG_KSM_INDEX_KUNIT_TEST

@@ -48,7 +48,9 @@ static void sp_account(struct sp_slot *slot, void *old, void *new)
  *
  * Done under the xarray's lock: once the last entry of an exiting mm's
  * slot is gone, __ksm_exit() may free the slot, and nothing here touches
- * it after that.
+ * it after that. The xarray's nodes are charged to the memory cgroup of
+ * the task that stores: none for ksmd, the requester's for a merge on
+ * request, which pays for the pages it has tracked.
  *
  * Return: false if the entry could not be stored (no memory).
  */
@@ -61,7 +63,7 @@ bool sp_entry_set(struct sp_slot *slot, unsigned long vpn, void *new)
 		slot->gen++;
 	xa_lock(&slot->pages);
 	if (new)
-		old = __xa_store(&slot->pages, vpn, new, GFP_KERNEL);
+		old = __xa_store(&slot->pages, vpn, new, GFP_KERNEL_ACCOUNT);
 	else
 		old = __xa_erase(&slot->pages, vpn);
 	if (!xa_is_err(old))

@@ -69,16 +69,37 @@ static void sp_pass_end(void)
 	sp_stats.full_scans++;
 }
 
+/* Has @mm a mergeable VMA now? Its mmap_lock held. */
+static bool sp_mm_mergeable(struct mm_struct *mm)
+{
+	VMA_ITERATOR(vmi, mm, 0);
+	struct vm_area_struct *vma;
+
+	mmap_assert_locked(mm);
+	for_each_vma(vmi, vma)
+		if (vma->vm_flags & VM_MERGEABLE)
+			return true;
+	return false;
+}
+
 /*
  * Done with the cursor's slot (its mm's mmap_lock held, dropped here):
  * move on, and unregister the mm if it exited or has no mergeable VMA
  * left (a process that asked for merge-any keeps its slot).
+ *
+ * The pass's walk of the mm took several holds of its mmap_lock, and a
+ * VMA made mergeable behind the cursor between two of them was not seen;
+ * MADV_MERGEABLE did not register the mm again, finding it registered.
+ * So an mm is unregistered only when this hold, the last, finds no
+ * mergeable VMA in the whole mm, as mainline's one walk from address 0
+ * under one hold does.
  */
 static void sp_slot_done(struct sp_slot *slot)
 {
 	struct mm_struct *mm = slot->mm;
 	bool gone = !atomic_read(&mm->mm_users) ||
-		    (!sp_cur.saw_vma && !test_bit(MMF_VM_MERGE_ANY, &mm->flags));
+		    (!sp_cur.saw_vma && !test_bit(MMF_VM_MERGE_ANY, &mm->flags) &&
+		     !sp_mm_mergeable(mm));
 
 	/*
 	 * Everything is done before mmap_lock is dropped: holding it keeps a
@@ -328,7 +349,10 @@ int sp_unmerge_all(void)
 
 /*
  * Between batches: sleep sleep_millisecs (a new value takes effect at
- * once), or, with nothing to do, until there is.
+ * once), or, with nothing to do, until there is. With sleep_millisecs 0
+ * the wait returns at once: without a reschedule point, a batch of
+ * pages_to_scan 0 would then never let the CPU go, on a kernel without
+ * preemption, and work queued on it (an LRU drain) would wait for good.
  */
 static void sp_idle(void)
 {
@@ -342,6 +366,17 @@ static void sp_idle(void)
 					     kthread_should_stop() ||
 					     READ_ONCE(sp_sleep_ms) != ms,
 					     msecs_to_jiffies(ms));
+	cond_resched();
+}
+
+/*
+ * Split what ended passes left of the THPs whose PMDs they split, one THP
+ * a hold of sp_mutex.
+ */
+static void sp_split_left(void)
+{
+	while (!freezing(current) && sp_thp_split_next())
+		sp_mutex_yield();
 }
 
 static int sp_ksmd(void *unused)
@@ -352,6 +387,7 @@ static int sp_ksmd(void *unused)
 		scoped_guard(mutex, &sp_mutex) {
 			if (sp_should_run()) {
 				sp_scan_batch(READ_ONCE(sp_pages_to_scan));
+				sp_split_left();
 				sp_sweep(READ_ONCE(sp_pages_to_scan));
 			}
 		}
@@ -359,6 +395,8 @@ static int sp_ksmd(void *unused)
 	} while (!kthread_should_stop());
 	return 0;
 }
+
+static struct task_struct *sp_ksmd_task;
 
 /**
  * sp_scan_init - start ksmd
@@ -369,5 +407,17 @@ int __init sp_scan_init(void)
 {
 	struct task_struct *t = kthread_run(sp_ksmd, NULL, "ksmd");
 
-	return PTR_ERR_OR_ZERO(t);
+	if (IS_ERR(t))
+		return PTR_ERR(t);
+	sp_ksmd_task = t;
+	return 0;
+}
+
+/**
+ * sp_scan_exit - stop ksmd, when boot fails further on
+ */
+void __init sp_scan_exit(void)
+{
+	kthread_stop(sp_ksmd_task);
+	sp_ksmd_task = NULL;
 }

@@ -29,11 +29,13 @@
  * - the host: /sys/kernel/mm/ksm/merge_all, 0 by default.
  *
  * When a setting changes, every process it covers is worked out again at
- * once; so is a process that moves to another memory cgroup, and one that
- * maps a new VMA without merging everything (which also catches a process
- * forked while a setting was being applied). A setting that turns a
- * process's merging off stops its new VMAs from being made mergeable, as
- * the prctl does, but unmerges nothing: only the prctl's 0 does that.
+ * once, by the writer; so is one that maps a new VMA without merging
+ * everything (which also catches a process forked while a setting was
+ * being applied). A process that moves to another memory cgroup is worked
+ * out again soon after, by a work item (ksm_policy_moved()). A setting
+ * that turns a process's merging off stops its new VMAs from being made
+ * mergeable, as the prctl does, but unmerges nothing: only the prctl's 0
+ * does that.
  */
 #define pr_fmt(fmt) "ksm: " fmt
 
@@ -46,7 +48,10 @@
 #include <linux/sched/coredump.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
+#include <linux/sched/task.h>
+#include <linux/slab.h>
 #include <linux/sysfs.h>
+#include <linux/workqueue.h>
 #include <linux/xarray.h>
 
 #include "../internal.h"
@@ -208,8 +213,16 @@ static int sp_merge_any_on(struct mm_struct *mm)
 	return 0;
 }
 
-/* Host-wide opt-in: /sys/kernel/mm/ksm/merge_all. */
-static bool sp_merge_all;
+/* Host-wide opt-in: /sys/kernel/mm/ksm/merge_all, 0 or 1. */
+static unsigned int sp_merge_all;
+
+/*
+ * On while some setting of DOC: Opt-in may decide for a process: merge_all
+ * is 1, or a memory cgroup's memory.ksm is not "default" (one count each).
+ * Off, every process that did not choose merges nothing of itself, and
+ * neither a new VMA nor a cgroup move needs the settings looked up.
+ */
+static DEFINE_STATIC_KEY_FALSE(sp_policy_used);
 
 #ifdef CONFIG_MEMCG
 /*
@@ -245,6 +258,8 @@ static int sp_memcg_says(struct mm_struct *mm)
 /* Should @mm merge everything, by the settings (see DOC: Opt-in)? */
 static bool sp_policy_wants(struct mm_struct *mm)
 {
+	if (!static_branch_unlikely(&sp_policy_used))
+		return false;
 	switch (sp_memcg_says(mm)) {
 	case KSM_MEMCG_ON:
 		return true;
@@ -254,6 +269,14 @@ static bool sp_policy_wants(struct mm_struct *mm)
 	return READ_ONCE(sp_merge_all);
 }
 
+/* Would sp_policy_apply() change whether @mm merges everything? */
+static bool sp_policy_stale(struct mm_struct *mm)
+{
+	if (test_bit(MMF_VM_MERGE_OPTED, &mm->flags))
+		return false;
+	return sp_policy_wants(mm) != test_bit(MMF_VM_MERGE_ANY, &mm->flags);
+}
+
 /*
  * Work out again whether @mm merges everything, unless its process chose
  * for itself; mmap_lock held for writing. Turning it off unmerges nothing.
@@ -261,6 +284,7 @@ static bool sp_policy_wants(struct mm_struct *mm)
  */
 static void sp_policy_apply(struct mm_struct *mm)
 {
+	mmap_assert_write_locked(mm);
 	if (test_bit(MMF_VM_MERGE_OPTED, &mm->flags))
 		return;
 	if (sp_policy_wants(mm))
@@ -269,14 +293,12 @@ static void sp_policy_apply(struct mm_struct *mm)
 		clear_bit(MMF_VM_MERGE_ANY, &mm->flags);
 }
 
-/**
- * ksm_policy_update - work out again whether a process merges everything
- * @task: a task of the process, which a setting of DOC: Opt-in covers
- *
- * Takes the mmap_lock of @task's mm for writing; gives up on a fatal
- * signal.
+/*
+ * Work out again whether the process of @task merges everything, after a
+ * setting that covers it changed: by the writer of the setting, which
+ * waits for the mmap_lock, killably.
  */
-void ksm_policy_update(struct task_struct *task)
+static void sp_policy_update(struct task_struct *task)
 {
 	struct mm_struct *mm = get_task_mm(task);
 
@@ -287,6 +309,93 @@ void ksm_policy_update(struct task_struct *task)
 		mmap_write_unlock(mm);
 	}
 	mmput(mm);
+}
+
+/* The longest wait, in jiffies, between two tries of a moved process. */
+#define SP_POLICY_RETRY_MAX	HZ
+
+/**
+ * struct sp_policy_work - a moved process's policy, to work out again
+ * @dwork: runs sp_policy_work()
+ * @mm: the process's mm, mmgrab()bed, with MMF_VM_MERGE_QUEUED set
+ * @delay: jiffies before the next try
+ */
+struct sp_policy_work {
+	struct delayed_work dwork;
+	struct mm_struct *mm;
+	unsigned long delay;
+};
+
+/*
+ * Apply the policy to a moved process's mm once its mmap_lock can be had
+ * for writing at once: whoever holds it may hold it for long (a fault on a
+ * file whose server does not answer), and a worker waiting for it would
+ * keep the pool's other work waiting too. So it tries, and tries again
+ * later, backing off up to SP_POLICY_RETRY_MAX, until the mm exits.
+ */
+static void sp_policy_work(struct work_struct *work)
+{
+	struct sp_policy_work *pw = container_of(to_delayed_work(work),
+						 struct sp_policy_work, dwork);
+	struct mm_struct *mm = pw->mm;
+
+	if (mmget_not_zero(mm)) {
+		if (!mmap_write_trylock(mm)) {
+			mmput(mm);
+			pw->delay = clamp(pw->delay * 2, 1UL,
+					  (unsigned long)SP_POLICY_RETRY_MAX);
+			queue_delayed_work(system_unbound_wq, &pw->dwork,
+					   pw->delay);
+			return;
+		}
+		/* A move from here on queues the work again. */
+		clear_bit(MMF_VM_MERGE_QUEUED, &mm->flags);
+		sp_policy_apply(mm);
+		mmap_write_unlock(mm);
+		mmput(mm);
+	}
+	mmdrop(mm);
+	kfree(pw);
+}
+
+/**
+ * ksm_policy_moved - a process moved to another memory cgroup
+ * @task: the process's leader
+ *
+ * Called by the memory controller's attach callback, under cgroup_mutex
+ * and cgroup_threadgroup_rwsem, which every fork and exit waits for: so
+ * nothing here waits for an mm. If the move changes whether the process
+ * merges everything (DOC: Opt-in), a work item applies the change once
+ * the mm's mmap_lock is free; one queued already for the mm does it. If
+ * no memory can be had for the work item, the process is worked out again
+ * at its next new VMA.
+ */
+void ksm_policy_moved(struct task_struct *task)
+{
+	struct sp_policy_work *pw;
+	struct mm_struct *mm;
+	bool queue;
+
+	if (!static_branch_unlikely(&sp_policy_used))
+		return;
+	pw = kmalloc(sizeof(*pw), GFP_KERNEL);
+	if (!pw)
+		return;
+	task_lock(task);
+	mm = task->mm;
+	queue = mm && !(task->flags & PF_KTHREAD) && sp_policy_stale(mm) &&
+		!test_and_set_bit(MMF_VM_MERGE_QUEUED, &mm->flags);
+	if (queue)
+		mmgrab(mm);
+	task_unlock(task);
+	if (!queue) {
+		kfree(pw);
+		return;
+	}
+	pw->mm = mm;
+	pw->delay = 0;
+	INIT_DELAYED_WORK(&pw->dwork, sp_policy_work);
+	queue_delayed_work(system_unbound_wq, &pw->dwork, 0);
 }
 
 /* Every process, after merge_all changed: O(processes), once a write. */
@@ -308,7 +417,7 @@ static void sp_policy_sweep(void)
 		if (!pid)
 			break;
 		if (task) {
-			ksm_policy_update(task);
+			sp_policy_update(task);
 			put_task_struct(task);
 		}
 		cond_resched();
@@ -318,7 +427,7 @@ static void sp_policy_sweep(void)
 #ifdef CONFIG_MEMCG
 static int sp_policy_task(struct task_struct *task, void *unused)
 {
-	ksm_policy_update(task);
+	sp_policy_update(task);
 	return fatal_signal_pending(current);
 }
 
@@ -347,25 +456,32 @@ int ksm_memcg_get(struct mem_cgroup *memcg)
 int ksm_memcg_set(struct mem_cgroup *memcg, int merge)
 {
 	unsigned long id = mem_cgroup_id(memcg);
-	int err = 0;
+	void *old;
 
-	if (merge == KSM_MEMCG_DEFAULT)
-		xa_erase(&sp_memcg_merge, id);
-	else
-		err = xa_err(xa_store(&sp_memcg_merge, id, xa_mk_value(merge),
-				      GFP_KERNEL));
-	if (!err)
-		mem_cgroup_scan_tasks(memcg, sp_policy_task, NULL);
-	return err;
+	if (merge == KSM_MEMCG_DEFAULT) {
+		ksm_memcg_offline(memcg);
+	} else {
+		old = xa_store(&sp_memcg_merge, id, xa_mk_value(merge),
+			       GFP_KERNEL);
+		if (xa_is_err(old))
+			return xa_err(old);
+		if (!old)
+			static_branch_inc(&sp_policy_used);
+	}
+	mem_cgroup_scan_tasks(memcg, sp_policy_task, NULL);
+	return 0;
 }
 
 /**
  * ksm_memcg_offline - a memory cgroup goes offline, with no process left
  * @memcg: the memory cgroup
+ *
+ * Also what memory.ksm "default" does to the setting.
  */
 void ksm_memcg_offline(struct mem_cgroup *memcg)
 {
-	xa_erase(&sp_memcg_merge, mem_cgroup_id(memcg));
+	if (xa_erase(&sp_memcg_merge, mem_cgroup_id(memcg)))
+		static_branch_dec(&sp_policy_used);
 }
 #endif
 
@@ -450,12 +566,19 @@ int ksm_disable(struct mm_struct *mm)
 }
 
 /**
- * ksm_madvise - MADV_MERGEABLE and MADV_UNMERGEABLE on part of a VMA
+ * ksm_madvise - MADV_MERGEABLE, MADV_UNMERGEABLE and MADV_MERGE on part
+ *	of a VMA
  * @vma: the VMA; mmap_lock held for writing
  * @start: start of the range
  * @end: end of the range
  * @advice: the advice
  * @vm_flags: the VMA's new flags, updated here
+ *
+ * MADV_MERGE marks the range as MADV_MERGEABLE does when the caller
+ * advises its own mm. On behalf of another process (process_madvise())
+ * it marks nothing: what that process made mergeable itself, or its
+ * PR_SET_MEMORY_MERGE made so, is all a request merges there, so that its
+ * choices, PR_SET_MEMORY_MERGE 0 among them, stand.
  *
  * Return: 0 or an error.
  */
@@ -464,7 +587,12 @@ int ksm_madvise(struct vm_area_struct *vma, unsigned long start,
 {
 	int err;
 
+	mmap_assert_write_locked(vma->vm_mm);
 	switch (advice) {
+	case MADV_MERGE:
+		if (vma->vm_mm != current->mm)
+			return 0;
+		fallthrough;
 	case MADV_MERGEABLE:
 		if ((*vm_flags & VM_MERGEABLE) || !sp_vma_compatible(vma))
 			return 0;
@@ -503,7 +631,12 @@ static ssize_t merge_all_store(struct kobject *kobj,
 
 	if (kstrtouint(buf, 10, &v) || v > 1)
 		return -EINVAL;
-	WRITE_ONCE(sp_merge_all, v);
+	if (xchg(&sp_merge_all, v) != v) {
+		if (v)
+			static_branch_inc(&sp_policy_used);
+		else
+			static_branch_dec(&sp_policy_used);
+	}
 	sp_policy_sweep();
 	return count;
 }
@@ -511,6 +644,11 @@ static ssize_t merge_all_store(struct kobject *kobj,
 /* In /sys/kernel/mm/ksm beside sysfs.c's files: its sweep is this file's. */
 static struct kobj_attribute sp_merge_all_attr = __ATTR_RW(merge_all);
 
+/*
+ * Boot. Should a step fail, what the steps before it set up is undone, and
+ * KSM stays off: no mm can register (sp_slot_alloc()), so nothing else
+ * of it runs.
+ */
 static int __init sp_init(void)
 {
 	int err;
@@ -518,19 +656,37 @@ static int __init sp_init(void)
 	sp_domain_init();
 	sp_knode_init();
 	err = sp_core_init();
-	if (!err)
-		err = sp_index_init();
-	if (!err)
-		err = sp_scan_init();
-	if (!err)
-		err = sp_hotplug_init();
-	if (!err)
-		err = sp_sysfs_init();
-	if (!err)
-		err = sysfs_add_file_to_group(mm_kobj, &sp_merge_all_attr.attr,
-					      "ksm");
 	if (err)
-		pr_err("cannot start: %d\n", err);
+		goto out;
+	err = sp_index_init();
+	if (err)
+		goto out_core;
+	err = sp_hotplug_init();
+	if (err)
+		goto out_index;
+	err = sp_scan_init();
+	if (err)
+		goto out_hotplug;
+	err = sp_sysfs_init();
+	if (err)
+		goto out_scan;
+	err = sysfs_add_file_to_group(mm_kobj, &sp_merge_all_attr.attr, "ksm");
+	if (err)
+		goto out_sysfs;
+	return 0;
+
+out_sysfs:
+	sp_sysfs_exit();
+out_scan:
+	sp_scan_exit();
+out_hotplug:
+	sp_hotplug_exit();
+out_index:
+	sp_index_exit();
+out_core:
+	sp_core_exit();
+out:
+	pr_err("cannot start: %d\n", err);
 	return err;
 }
 subsys_initcall(sp_init);

@@ -15,13 +15,22 @@
  * and as everywhere, the hash only chooses what to compare: every merge
  * compares the two pages in full with them write-protected (merge.c).
  *
- * The rules are ksmd's: merge domains, max_page_sharing, max_kernel_pages
- * and use_zero_pages apply as at a visit, and only VMAs that
- * MADV_MERGEABLE accepts are walked. The CPU time is the caller's. The
- * request holds sp_mutex for one gather and its visits at a time, as ksmd
- * does, so neither waits for the other longer than that; it stops at a
- * fatal signal (-EINTR), and does nothing while run=2 unmerges everything
- * or memory goes offline (-EAGAIN).
+ * The rules are ksmd's: a request merges only while run is 1, as ksmd
+ * does (with run 0 it leaves the range mergeable and merges nothing);
+ * merge domains, max_page_sharing, max_kernel_pages and use_zero_pages
+ * apply as at a visit, and only mergeable VMAs are walked: a request on
+ * behalf of another process (process_madvise()) merges only what that
+ * process made mergeable itself (ksm_madvise()). The CPU time is the
+ * caller's. The request holds sp_mutex for one gather and its visits at a
+ * time, as ksmd does, so neither waits for the other longer than that; it
+ * stops at a fatal signal (-EINTR), and does nothing while run=2 unmerges
+ * everything or memory goes offline (-EAGAIN).
+ *
+ * What a request adds to the index is bounded by what it tracks: a page's
+ * entry in its slot's xarray is charged to the requester's memory cgroup
+ * (knode.c), a page is a candidate once however often it is requested
+ * (sp_try_candidates()), and the candidate table grows for a request only
+ * while it holds no more entries than pages are tracked.
  *
  * Layering (see samepage.h): calls into core.c, domain.c, index.c,
  * visit.c, walk.c.
@@ -51,7 +60,9 @@ static struct sp_slot *sp_request_slot(struct mm_struct *mm)
  * the candidates it holds: those of an earlier request must last until
  * the next instance's (index.c, SP_CE_LASTS), and a larger table places
  * each again under its key (sp_cand_key_of()). One gone or changed
- * since is left out.
+ * since is left out. A table with more entries than pages are tracked
+ * holds entries of pages gone since, which only a pass of ksmd empties:
+ * it does not grow for them.
  */
 static void sp_request_room(unsigned long n)
 {
@@ -60,7 +71,8 @@ static void sp_request_room(unsigned long n)
 	unsigned int until;
 	u64 loc, key;
 
-	if (!sp_cand_grow(&sp_cands, n, &old))
+	if (sp_cands.used > sp_stats.tracked ||
+	    !sp_cand_grow(&sp_cands, n, &old))
 		return;
 	while (sp_cand_next(&old, &pos, &loc, &until)) {
 		if (sp_cand_key_of(loc, &key))
@@ -70,40 +82,99 @@ static void sp_request_room(unsigned long n)
 	sp_cand_free(&old);
 }
 
-/*
- * Merge the next pages of [*@addr, @end) of @mm, at most SP_GATHER of
- * them, and move *@addr past them; sp_mutex held. @f is the caller's.
+/**
+ * struct sp_request - a merge on request in progress
+ * @mm: the mm whose range is merged
+ * @addr: the next address to walk from
+ * @end: the end of the range
+ * @drain: whether the per-CPU LRU batches still need draining
+ * @f: the pages of the batch at hand
  */
-static int sp_request_batch(struct mm_struct *mm, struct sp_found *f,
-			    unsigned long *addr, unsigned long end)
+struct sp_request {
+	struct mm_struct *mm;
+	unsigned long addr;
+	unsigned long end;
+	bool drain;
+	struct sp_found f;
+};
+
+/* Whether run lets a request merge: 0, or why not. */
+static int sp_request_allowed(void)
 {
-	unsigned long pages = (end - *addr) >> PAGE_SHIFT;
-	struct sp_slot *slot;
-	unsigned long next, splits;
+	unsigned long run = READ_ONCE(sp_run);
+
+	if ((run & SP_RUN_UNMERGE) || sp_offline_pending())
+		return -EAGAIN;
+	return run & SP_RUN_MERGE ? 0 : -EPERM;
+}
+
+/*
+ * Pages just faulted in sit in per-CPU LRU batches, whose references make
+ * merging them fail, and a request comes right after the loading. A
+ * page off the LRU (or isolated for a while) says there may be such
+ * batches: the request lets go of what it found, drains every CPU's
+ * batches once, and walks the same pages again. Returns whether it did.
+ */
+static bool sp_request_drain(struct sp_request *r)
+{
+	struct sp_found *f = &r->f;
 	unsigned int i;
 
+	if (!r->drain)
+		return false;
+	for (i = 0; i < f->nr; i++)
+		if (f->page[i] && !folio_test_lru(page_folio(f->page[i])))
+			break;
+	if (i == f->nr)
+		return false;
+	sp_found_trim(f, 0);
+	mutex_unlock(&sp_mutex);
+	lru_add_drain_all();
+	r->drain = false;
+	mutex_lock(&sp_mutex);
+	return true;
+}
+
+/*
+ * Merge the next pages of @r's range, at most SP_GATHER of them, and move
+ * @r->addr past them; sp_mutex held, but let go of to drain the LRU
+ * batches. Returns 0, or the error that ends the request.
+ */
+static int sp_request_batch(struct sp_request *r)
+{
+	struct sp_found *f = &r->f;
+	unsigned long next, splits;
+	struct sp_slot *slot;
+	unsigned int i;
+	int err;
+
 	lockdep_assert_held(&sp_mutex);
-	if ((READ_ONCE(sp_run) & SP_RUN_UNMERGE) || sp_offline_pending())
-		return -EAGAIN;
-	/* Not registered: MADV_MERGEABLE found no VMA it could mark. */
-	slot = sp_request_slot(mm);
+again:
+	err = sp_request_allowed();
+	if (err)
+		return err;
+	/* Not registered: no VMA in the mm was made mergeable. */
+	slot = sp_request_slot(r->mm);
 	if (!slot) {
-		*addr = end;
+		r->addr = r->end;
 		return 0;
 	}
 	sp_domain_enter(slot);
-	sp_request_room(min(pages, get_mm_counter(mm, MM_ANONPAGES)));
 
 	f->slot = slot;
 	f->nr = 0;
 	f->max = SP_GATHER;
 	f->large = NULL;
 	f->thp_cleaned = NULL;	/* huge pages are ksmd's to clean */
-	if (mmap_read_lock_killable(mm))
+	if (mmap_read_lock_killable(r->mm))
 		return -EINTR;
-	sp_find_in_mm(mm, *addr, end, f);
-	mmap_read_unlock(mm);
-	*addr = f->nr ? f->addr[f->nr - 1] + PAGE_SIZE : end;
+	sp_find_in_mm(r->mm, r->addr, r->end, f);
+	mmap_read_unlock(r->mm);
+	/* sp_mutex was let go: the slot may have gone meanwhile. */
+	if (sp_request_drain(r))
+		goto again;
+	r->addr = f->nr ? f->addr[f->nr - 1] + PAGE_SIZE : r->end;
+	sp_request_room(f->nr);
 
 	for (i = 0; i < f->nr; i++) {
 		splits = sp_stats.thp_split;
@@ -113,7 +184,7 @@ static int sp_request_batch(struct mm_struct *mm, struct sp_found *f,
 				 sp_found_entry(f, i));
 		next = sp_found_split(f, i, splits);
 		if (next)
-			*addr = next;
+			r->addr = next;
 		sp_found_put(f, i);
 		cond_resched();
 	}
@@ -127,40 +198,40 @@ static int sp_request_batch(struct mm_struct *mm, struct sp_found *f,
  * @start: start of the range, page-aligned
  * @end: end of the range
  *
- * Called without mmap_lock, after the range's VMAs were made mergeable
- * as MADV_MERGEABLE makes them.
+ * Called without mmap_lock, after ksm_madvise() made the range's VMAs
+ * mergeable, if the caller may.
  *
- * Return: 0 when the range was gone through; -EINTR on a fatal signal;
- * -EAGAIN while run=2 unmerges everything or memory goes offline;
- * -ENOMEM if no memory could be had to start. Pages merged before an
- * error stay merged.
+ * Return: 0 when the range was gone through, or when run is 0 (nothing
+ * is merged then); -EINTR on a fatal signal; -EAGAIN while run=2
+ * unmerges everything or memory goes offline; -ENOMEM if no memory could
+ * be had to start. Pages merged before an error, or before run was set to
+ * 0, stay merged.
  */
 int ksm_merge_range(struct mm_struct *mm, unsigned long start,
 		    unsigned long end)
 {
-	unsigned long addr = start;
-	struct sp_found *f;
-	int err = 0;
+	struct sp_request *r;
+	int err = sp_request_allowed();
 
-	f = kmalloc(sizeof(*f), GFP_KERNEL);
-	if (!f)
+	if (err)
+		return err == -EPERM ? 0 : err;
+	r = kmalloc(sizeof(*r), GFP_KERNEL);
+	if (!r)
 		return -ENOMEM;
-	/*
-	 * Pages just faulted in sit in per-CPU LRU batches, whose references
-	 * make merging them fail: a request comes right after the loading,
-	 * where ksmd's pass begins with the same drain.
-	 */
-	lru_add_drain_all();
-	while (!err && addr < end) {
+	r->mm = mm;
+	r->addr = start;
+	r->end = end;
+	r->drain = true;
+	while (!err && r->addr < end) {
 		if (fatal_signal_pending(current) ||
 		    mutex_lock_killable(&sp_mutex)) {
 			err = -EINTR;
 			break;
 		}
-		err = sp_request_batch(mm, f, &addr, end);
+		err = sp_request_batch(r);
 		mutex_unlock(&sp_mutex);
 		cond_resched();
 	}
-	kfree(f);
-	return err;
+	kfree(r);
+	return err == -EPERM ? 0 : err;
 }

@@ -521,6 +521,7 @@ bool sp_thp_worth_split(struct folio *folio, bool match);
 void sp_thp_mapped_in_part(struct folio *folio);
 void sp_thp_offline(unsigned long start, unsigned long end);
 void sp_thp_pass_end(void);
+bool sp_thp_split_next(void);
 void sp_thp_forget(void);
 
 /* advisor.c: the scan-time advisor and its tunables. */
@@ -570,6 +571,7 @@ extern struct list_head sp_slots;
 extern struct xarray sp_slot_ids;
 extern struct kmem_cache *sp_node_cache;
 int sp_core_init(void);
+void sp_core_exit(void);
 struct sp_slot *sp_slot_alloc(struct mm_struct *mm);
 struct sp_slot *sp_slot_of(struct mm_struct *mm);
 int sp_slot_link(struct sp_slot *slot, struct list_head *before);
@@ -607,6 +609,7 @@ extern struct sp_cursor sp_cur;
 
 /* ksmd.c */
 int sp_scan_init(void);
+void sp_scan_exit(void);
 int sp_unmerge_all(void);
 
 /* walk.c: pages found by one walk of the cursor's mm, in address order. */
@@ -828,6 +831,7 @@ void sp_cand_free(struct sp_cand_table *t);
 void sp_probe_start(struct sp_probe *p, struct sp_cand_table *t, u64 hash);
 bool sp_probe_next(struct sp_probe *p, unsigned int *id, unsigned long *vpn);
 void sp_probe_forget(struct sp_probe *p);
+void sp_probe_renew(struct sp_probe *p, bool lasting);
 bool sp_probe_insert(struct sp_probe *p, unsigned int id, unsigned long vpn,
 		     bool lasting);
 
@@ -869,16 +873,22 @@ bool sp_stable_sweep(struct sp_stable_table *t, unsigned long budget,
 extern struct sp_cand_table sp_cands;
 extern struct sp_stable_table sp_stable;
 int sp_index_init(void);
+void sp_index_exit(void);
 unsigned long sp_index_bytes(void);
 
 /* hotplug.c: ranges of memory going offline, during which ksmd waits. */
 #ifdef CONFIG_MEMORY_HOTREMOVE
 extern atomic_t sp_offlining;
 int sp_hotplug_init(void);
+void sp_hotplug_exit(void);
 #else
 static inline int sp_hotplug_init(void)
 {
 	return 0;
+}
+
+static inline void sp_hotplug_exit(void)
+{
 }
 #endif
 
@@ -923,6 +933,7 @@ void sp_fresh_drain(void);
 
 /* sysfs.c */
 int sp_sysfs_init(void);
+void sp_sysfs_exit(void);
 
 /* rmap.c */
 struct sp_knode *sp_folio_node(struct folio *folio);

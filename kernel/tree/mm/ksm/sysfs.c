@@ -582,3 +582,11 @@ int __init sp_sysfs_init(void)
 {
 	return sysfs_create_group(mm_kobj, &sp_attr_group);
 }
+
+/**
+ * sp_sysfs_exit - undo sp_sysfs_init(), when boot fails further on
+ */
+void __init sp_sysfs_exit(void)
+{
+	sysfs_remove_group(mm_kobj, &sp_attr_group);
+}

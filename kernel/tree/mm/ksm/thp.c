@@ -41,8 +41,9 @@
  * its folio, only of the PMD that maps it (merge.c), and a THP whose pages
  * all merge is then freed whole. Only a page that becomes a KSM page
  * itself needs its folio split. A THP whose PMD ksmd split and that is
- * still mapped in part when the pass ends is split then, so that the
- * memory of its merged pages comes back without waiting for reclaim.
+ * still mapped in part when the pass ends is split then, one THP a hold
+ * of sp_mutex, so that the memory of its merged pages comes back without
+ * waiting for reclaim.
  *
  * huge_pages_split counts the huge mappings ksmd split to merge their
  * pages (a PMD, or a folio no PMD maps); huge_pages_kept the large folios
@@ -78,8 +79,16 @@ static unsigned int sp_thp_now;
 static unsigned long sp_thp_worth_pfn = ULONG_MAX;
 static unsigned int sp_thp_worth_order;
 
-/* The THPs whose PMD ksmd split this pass, by pfn: each split at its end. */
-static DEFINE_XARRAY(sp_thp_pmd_split);
+/*
+ * The THPs whose PMD ksmd split, by pfn: sp_thp_pmd_split[sp_thp_rec]
+ * those of this pass, the other those of passes that ended, which ksmd
+ * splits one at a time (sp_thp_split_next()).
+ */
+static struct xarray sp_thp_pmd_split[2] = {
+	XARRAY_INIT(sp_thp_pmd_split, 0), XARRAY_INIT(sp_thp_pmd_split, 0),
+};
+
+static unsigned int sp_thp_rec;
 
 /*
  * An entry is an xarray value: the matches counted (saturating), and
@@ -157,8 +166,8 @@ bool sp_thp_worth_split(struct folio *folio, bool match)
 void sp_thp_mapped_in_part(struct folio *folio)
 {
 	lockdep_assert_held(&sp_mutex);
-	xa_store(&sp_thp_pmd_split, folio_pfn(folio), xa_mk_value(0),
-		 GFP_KERNEL);
+	xa_store(&sp_thp_pmd_split[sp_thp_rec], folio_pfn(folio),
+		 xa_mk_value(0), GFP_KERNEL);
 }
 
 /*
@@ -197,33 +206,66 @@ static void sp_thp_split_rest(unsigned long pfn)
  */
 void sp_thp_offline(unsigned long start, unsigned long end)
 {
+	struct xarray *xa;
 	unsigned long pfn;
 	void *e;
 
 	lockdep_assert_held(&sp_mutex);
-	xa_for_each_range(&sp_thp_pmd_split, pfn, e, start, end - 1)
-		xa_erase(&sp_thp_pmd_split, pfn);
+	for (xa = sp_thp_pmd_split; xa < sp_thp_pmd_split + 2; xa++)
+		xa_for_each_range(xa, pfn, e, start, end - 1)
+			xa_erase(xa, pfn);
 }
 
-/* Split what the pass left of the THPs whose PMD ksmd split in it. */
-static void sp_thp_split_parts(void)
+/*
+ * The THPs whose PMD this pass split are to be split once what they have
+ * left mapped is known: their records join those of earlier passes that
+ * ksmd has not split yet, O(1) unless some are left.
+ */
+static void sp_thp_split_later(void)
 {
+	struct xarray *rec = &sp_thp_pmd_split[sp_thp_rec];
+	struct xarray *later = &sp_thp_pmd_split[!sp_thp_rec];
 	unsigned long pfn;
 	void *e;
 
-	xa_for_each(&sp_thp_pmd_split, pfn, e) {
-		sp_thp_split_rest(pfn);
+	if (xa_empty(later)) {
+		sp_thp_rec = !sp_thp_rec;
+		return;
+	}
+	xa_for_each(rec, pfn, e) {
+		if (xa_err(xa_store(later, pfn, e, GFP_KERNEL)))
+			break;	/* left to reclaim, as in sp_thp_mapped_in_part() */
 		cond_resched();
 	}
-	xa_destroy(&sp_thp_pmd_split);
+	xa_destroy(rec);
+}
+
+/**
+ * sp_thp_split_next - split one THP that a past pass left mapped in part
+ *
+ * One split at a time, so that ksmd lets go of sp_mutex between them.
+ *
+ * Return: false when none is left.
+ */
+bool sp_thp_split_next(void)
+{
+	struct xarray *xa = &sp_thp_pmd_split[!sp_thp_rec];
+	unsigned long pfn = 0;
+
+	lockdep_assert_held(&sp_mutex);
+	if (!xa_find(xa, &pfn, ULONG_MAX, XA_PRESENT))
+		return false;
+	xa_erase(xa, pfn);
+	sp_thp_split_rest(pfn);
+	return true;
 }
 
 /**
  * sp_thp_pass_end - a pass ended: its counts become the last pass's
  *
- * Splits the THPs ksmd left mapped in part, counts the folios with
- * matches kept whole (huge_pages_kept), and empties the counts of the
- * pass before.
+ * Leaves the THPs ksmd left mapped in part to sp_thp_split_next(), counts
+ * the folios with matches kept whole (huge_pages_kept), and empties the
+ * counts of the pass before.
  */
 void sp_thp_pass_end(void)
 {
@@ -232,7 +274,7 @@ void sp_thp_pass_end(void)
 	void *e;
 
 	lockdep_assert_held(&sp_mutex);
-	sp_thp_split_parts();
+	sp_thp_split_later();
 	sp_thp_worth_pfn = ULONG_MAX;
 	for (order = 1; order < SP_THP_ORDERS; order++) {
 		xa_for_each(&sp_thp_counts[sp_thp_now][order], key, e) {
@@ -259,7 +301,8 @@ void sp_thp_forget(void)
 		xa_destroy(&sp_thp_counts[0][order]);
 		xa_destroy(&sp_thp_counts[1][order]);
 	}
-	xa_destroy(&sp_thp_pmd_split);
+	xa_destroy(&sp_thp_pmd_split[0]);
+	xa_destroy(&sp_thp_pmd_split[1]);
 	sp_thp_worth_pfn = ULONG_MAX;
 	sp_stats.thp_kept = 0;
 }

@@ -88,11 +88,13 @@ static unsigned int sp_still_cap(unsigned long st, unsigned int how)
 
 /*
  * A page written since the walk cleaned it for its hash (state word @st):
- * it may have changed, so it is read at this visit and the next ones, as
- * without smart scan, and its state word no longer says clean. If it was
- * protected (not @soft: watched, its write took no fault) and written
- * before it repaid the fault, it backs off a level; if after, it comes
- * one level back (DOC: Protecting pages).
+ * it may have changed, so its state word no longer says clean, and it is
+ * read at its next visit that smart scan does not skip. Its smart-scan
+ * age and skips stay: mainline's schedule counts visits, whatever the
+ * content does, and pages_skipped with it. If it was protected (not
+ * @soft: watched, its write took no fault) and written before it repaid
+ * the fault, it backs off a level; if after, it comes one level back
+ * (DOC: Protecting pages).
  */
 static unsigned long sp_st_written(unsigned long st, bool soft)
 {
@@ -103,7 +105,8 @@ static unsigned long sp_st_written(unsigned long st, bool soft)
 		level = level ? level - 1 : 0;
 	else if (!soft)
 		level++;
-	st = sp_st_make(sp_st_hash(st), sp_st_cand(st), 0, 0);
+	st = sp_st_make(sp_st_hash(st), sp_st_cand(st), sp_st_age(st),
+			sp_st_skip(st));
 	return sp_st_set_level(st, level);
 }
 
@@ -589,14 +592,18 @@ static bool sp_try_candidates(struct sp_slot *slot, unsigned long addr,
 	struct sp_probe p;
 	unsigned long tvpn;
 	unsigned int id;
+	bool mine = false;
 
 	*cand = false;
 	if (!slot->id)		/* it could not be recorded */
 		return false;
 	sp_probe_start(&p, &sp_cands, sp_key(slot, hash));
 	while (sp_probe_next(&p, &id, &tvpn)) {
-		if (id == slot->id && tvpn == vpn)
+		if (id == slot->id && tvpn == vpn) {
+			sp_probe_renew(&p, now);
+			mine = true;
 			continue;
+		}
 		switch (sp_pair_with(slot, addr, page, held, hash, id, tvpn)) {
 		case SP_PAIR_DONE:
 			return true;
@@ -607,7 +614,7 @@ static bool sp_try_candidates(struct sp_slot *slot, unsigned long addr,
 			break;
 		}
 	}
-	*cand = sp_probe_insert(&p, slot->id, vpn, now);
+	*cand = mine || sp_probe_insert(&p, slot->id, vpn, now);
 	return false;
 }
 

@@ -38,14 +38,14 @@
  *   likely to repay it (DOC: Protecting pages).
  *
  * One mmu_notifier range, one hold of the PTE lock and one TLB flush
- * serve the pages of one PTE table. Every other way to write a page is
- * seen too:
+ * serve the pages of one PTE table. Other writers are seen this way:
  *
  * - get_user_pages() for writing (process_vm_writev(), O_DIRECT reads, a
- *   pin for DMA) holds a reference while it writes, and marks the folio
- *   dirty when it lets go; on a protected PTE it needs a write fault
- *   first. A page with a reference beyond its mappings when the walk
- *   cleans it, or when it looks at a watched PTE, is read.
+ *   pin for DMA) holds a reference while it writes: a page with a
+ *   reference beyond its mappings when the walk cleans it, or when it
+ *   looks at a watched PTE, is read. On a protected PTE the slow path
+ *   takes a write fault first, and on a watched one it marks the folio
+ *   dirty; most users also mark it dirty when they let go.
  * - A forced write (FOLL_FORCE: /proc/PID/mem, PTRACE_POKEDATA) in a
  *   VMA with VM_WRITE takes a write fault too, but in one without VM_WRITE
  *   and with VM_MAYWRITE it writes an exclusive anonymous page behind its
@@ -57,13 +57,31 @@
  *   the page; a merge of a page that was written since its hash is
  *   refused without touching the PTE (merge.c).
  *
- * What this judgement relies on it can get wrong only rarely (a page
- * moved by mremap() onto the address of another, or swapped in read-only
- * after a change), and then it costs time, never content: the hash only
- * picks what to compare, and every merge compares the pages in full with
- * the page write-protected and locked (merge.c). One visit in
- * SP_RECHECK of a clean page reads it anyway, so such a page does not
- * keep a wrong hash for long.
+ * So a clean PTE says the page was not written through it since the walk
+ * cleaned it, and no writer the walk could see held it; it does not say
+ * the page holds what it held. Between two visits the page behind a clean
+ * PTE can change unseen when
+ *
+ * - it is written, swapped out and swapped in again by a read fault:
+ *   do_swap_page() maps it clean, and writable when the process owns it
+ *   alone (a device with SWP_SYNCHRONOUS_IO, zram, reads it into a folio
+ *   that never enters the swap cache);
+ * - a write pin is taken by gup_fast() on a watched PTE (which dirties
+ *   neither the PTE nor the folio), written through and let go of with
+ *   unpin_user_pages(), which does not dirty the folio either: an
+ *   io_uring fixed buffer registered, read into and unregistered;
+ * - mremap() moves another page onto the address.
+ *
+ * Such a page keeps a stale hash until it is read again. That costs time,
+ * never content: the hash only picks what to compare, and every merge
+ * compares the pages in full with the page write-protected and locked
+ * (merge.c). And it is read again within a bounded number of passes: a
+ * clean page is read anyway at each visit in a pass whose number, plus
+ * the page's vpn, is a multiple of SP_RECHECK. Without smart scan that is
+ * one pass in SP_RECHECK; with it, the visits of a page that holds still
+ * come once in at most nine passes, and nine is prime to SP_RECHECK, so
+ * one of any SP_RECHECK such visits in a row is a recheck: at most
+ * 9 * SP_RECHECK passes.
  */
 
 /**
@@ -137,8 +155,14 @@
 
 #include "samepage.h"
 
-/* A clean page is read anyway at one visit in this many. */
+/*
+ * A clean page is read anyway at one visit in this many: a power of two,
+ * prime to the nine passes between two reads of a page smart scan skips
+ * (visit.c), so that a recheck falls on one of its reads (DOC: Clean
+ * pages).
+ */
 #define SP_RECHECK	16
+static_assert((SP_RECHECK & (SP_RECHECK - 1)) == 0);
 
 static bool sp_scannable(struct page *page)
 {
