@@ -779,11 +779,13 @@ static bool new_area_merged(void *arg)
 }
 
 /*
- * In a child of its own: a big area A, tracked by ksmd, is made
- * unmergeable, so that ksmd, finding no mergeable area left, forgets its
- * entries over several steps; as soon as it has begun, area B below A is
- * made mergeable. Whether it began in time shows in the entries left
- * right after. B must merge all the same.
+ * In a child of its own, which first makes every area it inherited
+ * unmergeable (one above A would keep ksmd from finding the mm without
+ * one): a big area A, tracked by ksmd, is made unmergeable, so that ksmd,
+ * finding no mergeable area left, forgets its entries over several steps;
+ * as soon as it has begun, area B below A is made mergeable. Whether it
+ * began in time shows in the entries left right after. B must merge all
+ * the same.
  */
 static int forget_race_kid(void)
 {
@@ -797,6 +799,10 @@ static int forget_race_kid(void)
 
 	flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED;
 	if (res == MAP_FAILED)
+		return RACE_SETUP;
+	/* Every area: the holes between them make it fail with ENOMEM. */
+	if (madvise((void *)page_size, (size_t)0 - 2 * page_size,
+		    MADV_UNMERGEABLE) && errno != ENOMEM)
 		return RACE_SETUP;
 	b = mmap(res, NEW_PAGES * page_size, prot, flags, -1, 0);
 	a = mmap(res + (NEW_PAGES + 1) * page_size, FORGET_PAGES * page_size,

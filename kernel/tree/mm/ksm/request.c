@@ -98,7 +98,11 @@ struct sp_request {
 	struct sp_found f;
 };
 
-/* Whether run lets a request merge: 0, or why not. */
+/*
+ * Whether run lets a request merge: 0; -EPERM while run is 0, when the
+ * request merges nothing and succeeds (ksm_merge_range()); -EAGAIN during
+ * run=2 or while memory goes offline.
+ */
 static int sp_request_allowed(void)
 {
 	unsigned long run = READ_ONCE(sp_run);
@@ -120,6 +124,7 @@ static bool sp_request_drain(struct sp_request *r)
 	struct sp_found *f = &r->f;
 	unsigned int i;
 
+	lockdep_assert_held(&sp_mutex);
 	if (!r->drain)
 		return false;
 	for (i = 0; i < f->nr; i++)
