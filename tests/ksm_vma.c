@@ -768,63 +768,83 @@ static long rmap_items(void)
 	return ksm_stat(0, "ksm_rmap_items");
 }
 
-static bool items_at_least(void *arg)
+/* A step of forget_race_kid() failed: say which, for the parent's log. */
+static int race_setup(const char *what)
 {
-	return rmap_items() >= *(long *)arg;
+	ktap_diag("forget race: %s failed (%s)", what, strerror(errno));
+	fflush(stdout);
+	return RACE_SETUP;
 }
 
-static bool new_area_merged(void *arg)
+static void *step_thread(void *ok)
 {
-	return self_merging_pages() >= NEW_PAGES;
+	*(bool *)ok = ksm_step();
+	return NULL;
 }
 
 /*
- * In a child of its own, which first makes every area it inherited
- * unmergeable (one above A would keep ksmd from finding the mm without
- * one): a big area A, tracked by ksmd, is made unmergeable, so that ksmd,
- * finding no mergeable area left, forgets its entries over several steps;
- * as soon as it has begun, area B below A is made mergeable. Whether it
- * began in time shows in the entries left right after. B must merge all
- * the same.
+ * In a child of its own, ksmd in step mode (one full scan when asked),
+ * the child having made every area it inherited unmergeable (one above A
+ * would keep ksmd from finding the mm without one; the parent keeps a page
+ * of its own mergeable, so that ksmd scans whatever becomes of the
+ * child's mm): a big area A, tracked
+ * by ksmd, is made unmergeable between two scans, so that the next scan,
+ * finding no mergeable area left, forgets A's entries over several
+ * steps; as soon as it has begun, area B below A is made mergeable.
+ * Whether it began in time shows in the entries left right after. B must
+ * merge in the scans after all the same.
  */
 static int forget_race_kid(void)
 {
 	size_t len = (NEW_PAGES + 1 + FORGET_PAGES) * page_size;
 	char *res = mmap(NULL, len, PROT_NONE,
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	int prot = PROT_READ | PROT_WRITE, flags;
-	long want = FORGET_PAGES;
+	int prot = PROT_READ | PROT_WRITE, flags, s;
+	bool hit, stepped = false;
+	pthread_t th;
 	char *a, *b;
-	bool hit;
 
 	flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED;
 	if (res == MAP_FAILED)
-		return RACE_SETUP;
+		return race_setup("mmap");
 	/* Every area: the holes between them make it fail with ENOMEM. */
 	if (madvise((void *)page_size, (size_t)0 - 2 * page_size,
 		    MADV_UNMERGEABLE) && errno != ENOMEM)
-		return RACE_SETUP;
+		return race_setup("MADV_UNMERGEABLE of all");
 	b = mmap(res, NEW_PAGES * page_size, prot, flags, -1, 0);
 	a = mmap(res + (NEW_PAGES + 1) * page_size, FORGET_PAGES * page_size,
 		 prot, flags, -1, 0);
 	if (a == MAP_FAILED || b == MAP_FAILED)
-		return RACE_SETUP;
+		return race_setup("mmap of A and B");
 	for (size_t i = 0; i < FORGET_PAGES; i++)
 		fill_page(a, i, 0x7a);
 	for (size_t i = 0; i < NEW_PAGES; i++)
 		fill_pattern(b + i * page_size, 0x7b, i % (NEW_PAGES / 2));
-	if (merge_pages(a, FORGET_PAGES) ||
-	    !ksm_wait_until(items_at_least, &want, 20) ||
-	    madvise(a, FORGET_PAGES * page_size, MADV_UNMERGEABLE))
-		return RACE_SETUP;
+	if (ksm_step_mode() ||
+	    ksm_write("pages_to_scan", 4 * FORGET_PAGES) ||
+	    merge_pages(a, FORGET_PAGES))
+		return race_setup("step mode");
+	for (s = 0; s < 3 && rmap_items() < FORGET_PAGES; s++)
+		if (!ksm_step())
+			return race_setup("a scan of A");
+	if (rmap_items() < FORGET_PAGES)
+		return race_setup("tracking A");
+	if (madvise(a, FORGET_PAGES * page_size, MADV_UNMERGEABLE) ||
+	    pthread_create(&th, NULL, step_thread, &stepped))
+		return race_setup("MADV_UNMERGEABLE of A");
 	for (double end = monotonic_seconds() + KSM_WAIT_SECONDS;
 	     rmap_items() >= FORGET_PAGES;)
 		if (monotonic_seconds() > end)
-			return RACE_SETUP;
+			return race_setup("forgetting A");
 	if (merge_pages(b, NEW_PAGES))
-		return RACE_SETUP;
+		return race_setup("MADV_MERGEABLE of B");
 	hit = rmap_items() > 0;
-	if (!ksm_wait_until(new_area_merged, NULL, 10))
+	if (pthread_join(th, NULL) || !stepped)
+		return race_setup("the scan that forgets");
+	for (s = 0; s < 4 && self_merging_pages() < NEW_PAGES; s++)
+		if (!ksm_step())
+			return race_setup("a scan after");
+	if (self_merging_pages() < NEW_PAGES)
 		return hit ? RACE_UNMERGED : RACE_MISSED;
 	for (size_t i = 0; i < NEW_PAGES; i++)
 		if (!holds_pattern(b + i * page_size, 0x7b,
@@ -837,16 +857,23 @@ static int forget_race_kid(void)
  * mainline unregisters an mm only after a walk under one hold of its
  * mmap_lock found no mergeable VMA in it: a VMA made mergeable meanwhile
  * is scanned. Tried until MADV_MERGEABLE lands while ksmd is still
- * forgetting (at most four times); the new area must merge every time.
+ * forgetting (at most four times); the new area must merge every time,
+ * within four scans.
  */
 static void test_madvise_while_forgetting(void)
 {
 	int status = RACE_SETUP, tries = 0;
+	/* Registered throughout: ksmd scans, whatever becomes of the child. */
+	char *keep = map_pages(1);
 
 	begin();
 	CHECK(ksm_reset() == 0, "reset");
+	CHECK(merge_pages(keep, 1) == 0, "madvise");
 	while (tries++ < 4) {
-		pid_t pid = fork();
+		pid_t pid;
+
+		fflush(stdout);	/* the child prints: not this twice */
+		pid = fork();
 
 		if (pid == 0)
 			_exit(forget_race_kid());
@@ -856,6 +883,7 @@ static void test_madvise_while_forgetting(void)
 			break;
 		}
 		status = WEXITSTATUS(status);
+		CHECK(ksm_reset() == 0, "reset");
 		if (status != RACE_MISSED)
 			break;
 	}
@@ -865,6 +893,7 @@ static void test_madvise_while_forgetting(void)
 	CHECK(status == RACE_HIT || status == RACE_MISSED,
 	      "the new area: %s", status == RACE_UNMERGED ? "never merged" :
 	      status == RACE_CONTENT ? "wrong content" : "setup failed");
+	munmap(keep, page_size);
 	check_healthy();
 	ktap_result(checks_passed(), "madvise_while_forgetting");
 }
