@@ -19,15 +19,22 @@
  *   optin_host: merge_all=1 covers a process that never asked; one that
  *     said PR_SET_MEMORY_MERGE 0 and one in a cgroup whose memory.ksm is 0
  *     stay out. merge_all=0 stops it; bad values: EINVAL, unchanged.
+ *   optin_move_leaderless: a process whose main thread exited (its group
+ *     leader a zombie, which a move leaves behind) moves into A
+ *     (memory.ksm 1) and comes to merge everything.
  *   optin_move_locked: moving a process into a cgroup must not wait for
  *     its mmap_lock with the cgroup locks held, which every fork and exit
  *     on the host needs too. Process H holds V's mmap_lock: it reads,
  *     through /proc/V/mem, a page of a file V maps from a FUSE server (in
- *     the test) that never answers the read. V is then moved from A into
- *     B (memory.ksm 1): the move returns, and a fork and an exit elsewhere
- *     complete, while the lock is held. Once the server drops the
- *     connection, H's read fails, and V comes to merge everything. It
- *     skips without /dev/fuse (CONFIG_FUSE_FS) or when the mount fails.
+ *     the test) that never answers the read. V is then moved from A
+ *     (memory.ksm 0) into B (memory.ksm 1): the move returns, and a fork
+ *     and an exit elsewhere complete, while the lock is held. W, which
+ *     merges everything in B, its lock held the same way, moves into A
+ *     and execs: the new program does not merge everything, though the
+ *     change for W's old mm still waits for its lock. Once the server
+ *     drops the connection, H's read fails, and V comes to merge
+ *     everything. It skips without /dev/fuse (CONFIG_FUSE_FS) or when the
+ *     mount fails.
  *
  * A moved process's policy is applied by a work item, a little after the
  * move: checks that follow a move poll for it.
@@ -36,6 +43,7 @@
 #include <fcntl.h>
 #include <linux/fuse.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -126,7 +134,8 @@ static char fork_grandchild(void)
  * 'g' PR_GET_MEMORY_MERGE ('0'/'1'); 'v' is its newest region mergeable
  * ('y'/'n'); 'p' maps another region; 'm' are its pages merged ('y'/'n');
  * 'c' content ('k'/'x'); 'o' PR_SET_MEMORY_MERGE 0; 'f' fork a grandchild
- * that checks itself ('k', or why not); 'q' quit.
+ * that checks itself ('k', or why not); 'e' exec this program to exit
+ * with the new PR_GET_MEMORY_MERGE ('x' if exec failed); 'q' quit.
  */
 static int kid_serve(char **region, int cmd, int reply)
 {
@@ -164,6 +173,12 @@ static int kid_serve(char **region, int cmd, int reply)
 			break;
 		case 'f':
 			kid_reply(reply, fork_grandchild());
+			break;
+		case 'e':
+			/* No reply: the new program's exit status says. */
+			execl("/proc/self/exe", "ksm_optin", "--merge-any",
+			      (char *)NULL);
+			kid_reply(reply, 'x');
 			break;
 		}
 	}
@@ -441,11 +456,10 @@ static void fuse_open(int fd, const struct fuse_in_header *in)
 
 /*
  * Answer request @in, except FUSE_READ: that one is never answered, so the
- * fault that sent it waits until the connection is aborted. The first one
- * is reported to the parent with 'R' on @reply.
+ * fault that sent it waits until the connection is aborted. Each is
+ * reported to the parent with 'R' on @reply.
  */
-static void fuse_answer(int fd, const struct fuse_in_header *in, int reply,
-			bool *told)
+static void fuse_answer(int fd, const struct fuse_in_header *in, int reply)
 {
 	switch (in->opcode) {
 	case FUSE_INIT:
@@ -465,9 +479,7 @@ static void fuse_answer(int fd, const struct fuse_in_header *in, int reply,
 		fuse_reply(fd, in->unique, 0, NULL, 0);
 		break;
 	case FUSE_READ:
-		if (!*told)
-			kid_reply(reply, 'R');
-		*told = true;
+		kid_reply(reply, 'R');
 		break;
 	case FUSE_FORGET:
 	case FUSE_BATCH_FORGET:
@@ -481,7 +493,7 @@ static void fuse_answer(int fd, const struct fuse_in_header *in, int reply,
 }
 
 /* Read one request from /dev/fuse (non-blocking) and answer it. */
-static void fuse_request(int fd, int reply, bool *told)
+static void fuse_request(int fd, int reply)
 {
 	static uint64_t buf[FUSE_BUF / sizeof(uint64_t)];
 	const struct fuse_in_header *in = (const void *)buf;
@@ -490,7 +502,7 @@ static void fuse_request(int fd, int reply, bool *told)
 	/* EAGAIN: taken back before it was read; ENODEV: aborted. */
 	if (n >= (ssize_t)sizeof(*in) && in->len >= sizeof(*in) &&
 	    in->len <= (size_t)n)
-		fuse_answer(fd, in, reply, told);
+		fuse_answer(fd, in, reply);
 }
 
 /*
@@ -507,7 +519,6 @@ static int fuse_serve(int fd, int cmd, int reply)
 		{ .fd = cmd, .events = POLLIN },
 		{ .fd = fd, .events = POLLIN },
 	};
-	bool told = false;
 	char c;
 
 	for (;;) {
@@ -530,7 +541,7 @@ static int fuse_serve(int fd, int cmd, int reply)
 		if (p[1].revents & (POLLERR | POLLHUP | POLLNVAL))
 			p[1].fd = -1;
 		else if (p[1].revents & POLLIN)
-			fuse_request(fd, reply, &told);
+			fuse_request(fd, reply);
 	}
 }
 
@@ -616,10 +627,17 @@ static int kid_holder(void *arg, int i, int cmd, int reply)
 	return 0;
 }
 
-/* The mover: V (pid at @arg) into B; says what move_to() returned. */
+/* A move to make: process @pid into cgroup @cg. */
+struct move_to {
+	pid_t pid;
+	const char *cg;
+};
+
+/* The mover: the move @arg says; says what move_to() returned. */
 static int kid_mover(void *arg, int i, int cmd, int reply)
 {
-	int err = move_to(CG_B, *(pid_t *)arg);
+	const struct move_to *to = arg;
+	int err = move_to(to->cg, to->pid);
 
 	return write(reply, &err, sizeof(err)) == sizeof(err) ? 0 : 1;
 }
@@ -760,9 +778,14 @@ static void fuse_stop(struct kids *srv)
 	rmdir(MNT);
 }
 
-/* Start V as child 0 of @v, in A; its FUSE mapping's address in *@addr. */
-static bool victim_start(struct kids *v, uintptr_t *addr)
+/*
+ * Start V as child 0 of @v, in @cg, where PR_GET_MEMORY_MERGE comes to say
+ * @merges; its FUSE mapping's address in *@addr.
+ */
+static bool victim_start(struct kids *v, uintptr_t *addr, const char *cg,
+			 char merges)
 {
+	double deadline = monotonic_seconds() + WAIT_SECONDS;
 	char c = '-';
 	int err = 0;
 
@@ -777,10 +800,14 @@ static bool victim_start(struct kids *v, uintptr_t *addr)
 		      c == 'e' ? strerror(err) : "no answer");
 		return false;
 	}
-	return CHECK(read_within(v->from_kid[0], addr, sizeof(*addr),
-				 WAIT_SECONDS), "V: address") &&
-	       CHECK(move_to(CG_A, v->pid[0]) == 0, "V into A") &&
-	       CHECK(ask_within(v, 'g') == '0', "V out of merging in A");
+	if (!CHECK(read_within(v->from_kid[0], addr, sizeof(*addr),
+			       WAIT_SECONDS), "V: address") ||
+	    !CHECK(move_to(cg, v->pid[0]) == 0, "V into %s", cg))
+		return false;
+	while ((c = ask_within(v, 'g')) != merges &&
+	       monotonic_seconds() < deadline)
+		usleep(10000);
+	return CHECK(c == merges, "V in %s: PR_GET_MEMORY_MERGE %c", cg, c);
 }
 
 /*
@@ -835,8 +862,10 @@ static bool moved_by(struct move *m, double seconds)
  */
 static void move_held(struct move *m, pid_t vpid)
 {
+	struct move_to to = { vpid, CG_B };
+
 	m->start = monotonic_seconds();
-	if (!CHECK(kids_start(&m->mov, 1, kid_mover, &vpid) == 0,
+	if (!CHECK(kids_start(&m->mov, 1, kid_mover, &to) == 0,
 		   "fork the mover"))
 		return;
 	moved_by(m, 0.2);
@@ -849,6 +878,38 @@ static void move_held(struct move *m, pid_t vpid)
 	CHECK(moved_by(m, WAIT_SECONDS) && m->err == 0,
 	      "the move into B returned while V's mmap_lock was held: %s",
 	      m->moved ? strerror(-m->err) : "stuck");
+}
+
+/*
+ * With W's mmap_lock held too: W, which merges everything in B, moves into
+ * A (memory.ksm 0), and execs. The work item for its old mm cannot have
+ * run, but the new program must not merge everything: its exit status is
+ * its PR_GET_MEMORY_MERGE (main()).
+ */
+static void exec_after_move(struct kids *w)
+{
+	struct move_to to = { w->pid[0], CG_A };
+	struct move m2 = { .forked = '-' };
+	int status = -1;
+
+	m2.start = monotonic_seconds();
+	if (!CHECK(kids_start(&m2.mov, 1, kid_mover, &to) == 0,
+		   "fork the mover of W"))
+		return;
+	if (CHECK(moved_by(&m2, WAIT_SECONDS) && m2.err == 0,
+		  "W's move into A: %s", m2.moved ? strerror(-m2.err) :
+		  "stuck") &&
+	    CHECK(kid_send(w, 0, 'e'), "W: exec") &&
+	    CHECK(wait_exit(w->pid[0], &status, WAIT_SECONDS),
+		  "W's new program did not end")) {
+		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "W's new program: PR_GET_MEMORY_MERGE %d, want 0",
+		      WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+		close(w->to_kid[0]);
+		close(w->from_kid[0]);
+		w->pid[0] = 0;
+	}
+	CHECK(kid_end(&m2.mov), "mover of W");
 }
 
 /*
@@ -897,11 +958,23 @@ static void expect_v_merges(struct kids *v)
 	CHECK(ask_within(v, 'c') == 'k', "V's content");
 }
 
+/* H's answer once the read it holds a lock with has failed; then reap. */
+static void holder_end(struct kids *h)
+{
+	char r = '-';
+
+	/* Its reply first: kid_end() closes the pipe it writes to. */
+	if (h->n)
+		CHECK(read_within(h->from_kid[0], &r, 1, WAIT_SECONDS) &&
+		      r == 'e', "H's read after the release: %c", r);
+	CHECK(kid_end(h), "H");
+}
+
 static void test_move_locked(void)
 {
-	struct kids srv = { 0 }, v = { 0 }, h = { 0 };
+	struct kids srv = { 0 }, v = { 0 }, h = { 0 }, w = { 0 }, hw = { 0 };
 	struct move m = { .forked = '-' };
-	struct hold arg = { 0 };
+	struct hold arg = { 0 }, argw = { 0 };
 	const char *why = fuse_start(&srv);
 
 	if (why) {
@@ -911,41 +984,114 @@ static void test_move_locked(void)
 		return;
 	}
 	CHECK(ksm_reset() == 0, "reset");
-	CHECK(memcg_ksm_write(CG_A, "default") == 0 &&
-	      memcg_ksm_write(CG_B, "1") == 0, "A: default, B: memory.ksm=1");
+	CHECK(memcg_ksm_write(CG_A, "0") == 0 &&
+	      memcg_ksm_write(CG_B, "1") == 0, "A: memory.ksm=0, B: 1");
 	/* Forked before the hold: a fork may wait for a stuck move. */
 	CHECK(kids_start(&m.chk, 1, kid_forker, NULL) == 0,
 	      "fork the checker");
-	if (victim_start(&v, &arg.addr)) {
+	if (victim_start(&v, &arg.addr, CG_A, '0') &&
+	    victim_start(&w, &argw.addr, CG_B, '1')) {
 		arg.pid = v.pid[0];
-		if (hold_start(&h, &srv, &arg))
+		argw.pid = w.pid[0];
+		/* Another page: one whose read is in flight has no new READ. */
+		argw.addr += page_size;
+		if (hold_start(&h, &srv, &arg) &&
+		    hold_start(&hw, &srv, &argw)) {
 			move_held(&m, arg.pid);
+			exec_after_move(&w);
+		}
 	}
 	CHECK(fuse_abort(&srv), "release: close /dev/fuse");
-	if (h.n) {
-		char r = '-';
-
-		/* Its reply first: kid_end() closes the pipe it writes to. */
-		CHECK(read_within(h.from_kid[0], &r, 1, WAIT_SECONDS) &&
-		      r == 'e', "H's read after the release: %c", r);
-	}
-	CHECK(kid_end(&h), "H");
+	holder_end(&h);
+	holder_end(&hw);
 	move_finish(&m);
 	if (m.moved && !m.err)
 		expect_v_merges(&v);
 	CHECK(kid_end(&v), "V");
+	CHECK(kid_end(&w), "W");
 	fuse_stop(&srv);
-	CHECK(memcg_ksm_write(CG_B, "default") == 0, "B: default");
+	CHECK(memcg_ksm_write(CG_A, "default") == 0 &&
+	      memcg_ksm_write(CG_B, "default") == 0, "A and B: default");
 	ktap_result(checks_passed(), "optin_move_locked");
 }
 
-int main(void)
+/* What the thread that outlives its process's main thread serves. */
+struct serve {
+	char **region;
+	int cmd, reply;
+};
+
+static void *serve_thread(void *arg)
+{
+	struct serve *s = arg;
+
+	exit(kid_serve(s->region, s->cmd, s->reply));
+}
+
+/*
+ * A child whose main thread exits once another thread serves
+ * kid_serve()'s commands: its thread group leader is a zombie, which a
+ * cgroup move leaves behind while it moves the live thread.
+ */
+static int kid_leaderless(void *arg, int i, int cmd, int reply)
+{
+	static char *region[REGIONS];
+	static struct serve s;
+	pthread_t th;
+
+	region[0] = map_region();
+	s = (struct serve){ region, cmd, reply };
+	if (pthread_create(&th, NULL, serve_thread, &s))
+		return 1;
+	kid_reply(reply, 'r');
+	pthread_exit(NULL);
+}
+
+/*
+ * optin_move_leaderless: a process whose main thread has exited moves
+ * into A (memory.ksm 1): its live thread moves, and the process comes to
+ * merge everything.
+ */
+static void test_move_leaderless(void)
+{
+	double deadline = monotonic_seconds() + WAIT_SECONDS;
+	struct kids k;
+	char r = '-';
+
+	CHECK(ksm_reset() == 0, "reset");
+	CHECK(memcg_ksm_write(CG_A, "1") == 0, "A: memory.ksm=1");
+	if (!CHECK(kids_start(&k, 1, kid_leaderless, NULL) == 0, "fork"))
+		goto out;
+	CHECK(kids_collect(&k, &r) && r == 'r', "ready");
+	while (proc_state(k.pid[0]) != 'Z' && monotonic_seconds() < deadline)
+		usleep(10000);
+	CHECK(proc_state(k.pid[0]) == 'Z', "leader state %c",
+	      proc_state(k.pid[0]));
+	expect(&k, 0, 0, "not in A yet");
+	CHECK(move_to(CG_A, k.pid[0]) == 0, "into A");
+	expect_soon(&k, 0, 1, "moved into A without its leader");
+	CHECK(wait_merged(&k, 0), "merged");
+	CHECK(ask(&k, 0, 'c') == 'k', "content");
+	kids_send(&k, 'q');
+	CHECK(kids_wait(&k), "child");
+out:
+	CHECK(memcg_ksm_write(CG_A, "default") == 0, "A: default");
+	ktap_result(checks_passed(), "optin_move_leaderless");
+}
+
+int main(int argc, char **argv)
 {
 	static const char *const names[] = {
-		"optin_cgroup", "optin_host", "optin_move_locked"
+		"optin_cgroup", "optin_host", "optin_move_leaderless",
+		"optin_move_locked",
 	};
-	bool cg = memcg_create(CG_A) == 0 && memcg_create(CG_B) == 0;
-	bool memcg_ksm = cg && memcg_ksm_is(CG_A, "default");
+	bool cg, memcg_ksm;
+
+	/* kid_serve()'s 'e': does the new program merge everything? */
+	if (argc == 2 && !strcmp(argv[1], "--merge-any"))
+		return prctl(PR_GET_MEMORY_MERGE, 0, 0, 0, 0) == 1;
+	cg = memcg_create(CG_A) == 0 && memcg_create(CG_B) == 0;
+	memcg_ksm = cg && memcg_ksm_is(CG_A, "default");
 
 	ksm_save_settings();
 	if (ksm_read("merge_all") < 0)
@@ -960,11 +1106,15 @@ int main(void)
 		test_host();
 	else
 		ktap_skip_named("optin_host", "no memory controller");
-	if (memcg_ksm)
+	if (memcg_ksm) {
+		test_move_leaderless();
 		test_move_locked();
-	else
+	} else {
+		ktap_skip_named("optin_move_leaderless", cg ?
+				"no memory.ksm" : "no memory controller");
 		ktap_skip_named("optin_move_locked", cg ?
 				"no memory.ksm" : "no memory controller");
+	}
 	ksm_write("merge_all", 0);
 	rmdir(CG_A);
 	rmdir(CG_B);

@@ -698,8 +698,10 @@ void *map_pages(size_t pages)
 }
 
 /*
- * Does /proc/self/smaps show VM_MERGEABLE ("mg" in VmFlags) for the
- * mapping of @p? 1 or 0; -1 if no mapping holds @p.
+ * Does smaps show VM_MERGEABLE ("mg" in VmFlags) for the mapping of @p?
+ * 1 or 0; -1 if no mapping holds @p. The calling thread's view
+ * (/proc/thread-self), which a process whose main thread has exited still
+ * has.
  */
 int mergeable_flag(const void *p)
 {
@@ -707,7 +709,7 @@ int mergeable_flag(const void *p)
 	char line[256];
 	bool in = false;
 	int ret = -1;
-	FILE *f = fopen("/proc/self/smaps", "r");
+	FILE *f = fopen("/proc/thread-self/smaps", "r");
 
 	if (!f)
 		return -1;
@@ -777,7 +779,7 @@ size_t pages_wrong(const void *base, size_t pages, unsigned int seed)
 
 long self_merging_pages(void)
 {
-	return read_long("/proc/self/ksm_merging_pages");
+	return read_long("/proc/thread-self/ksm_merging_pages");
 }
 
 int kids_start(struct kids *k, int n, kid_fn fn, void *arg)

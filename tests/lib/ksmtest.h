@@ -143,7 +143,7 @@ void fill_page(void *base, size_t index, unsigned int seed);
 bool page_holds(const void *base, size_t index, unsigned int seed);
 /* Count of pages in [@base, @base + @pages) not holding their pattern. */
 size_t pages_wrong(const void *base, size_t pages, unsigned int seed);
-/* This process's ksm_merging_pages from /proc/self/ksm_merging_pages. */
+/* This process's ksm_merging_pages (/proc/thread-self/ksm_merging_pages). */
 long self_merging_pages(void);
 
 /*

@@ -371,11 +371,12 @@ static void sp_idle(void)
 
 /*
  * Split what ended passes left of the THPs whose PMDs they split, one THP
- * a hold of sp_mutex.
+ * a hold of sp_mutex; not while ksmd must hold no page (memory going
+ * offline, run other than 1): the rest waits for a later batch.
  */
 static void sp_split_left(void)
 {
-	while (!freezing(current) && sp_thp_split_next())
+	while (sp_should_run() && !freezing(current) && sp_thp_split_next())
 		sp_mutex_yield();
 }
 

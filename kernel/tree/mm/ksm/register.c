@@ -39,6 +39,7 @@
  */
 #define pr_fmt(fmt) "ksm: " fmt
 
+#include <linux/jump_label_ratelimit.h>
 #include <linux/ksm.h>
 #include <linux/memcontrol.h>
 #include <linux/mm.h>
@@ -213,16 +214,38 @@ static int sp_merge_any_on(struct mm_struct *mm)
 	return 0;
 }
 
-/* Host-wide opt-in: /sys/kernel/mm/ksm/merge_all, 0 or 1. */
-static unsigned int sp_merge_all;
+/* Host-wide opt-in: /sys/kernel/mm/ksm/merge_all. */
+static bool sp_merge_all;
 
 /*
  * On while some setting of DOC: Opt-in may decide for a process: merge_all
  * is 1, or a memory cgroup's memory.ksm is not "default" (one count each).
  * Off, every process that did not choose merges nothing of itself, and
- * neither a new VMA nor a cgroup move needs the settings looked up.
+ * neither a new VMA nor a cgroup move needs the settings looked up. It
+ * turns off HZ after its last count goes, so that whoever may write
+ * memory.ksm (a delegated cgroup's owner) cannot have the kernel's code
+ * patched more than once a second.
  */
-static DEFINE_STATIC_KEY_FALSE(sp_policy_used);
+static DEFINE_STATIC_KEY_DEFERRED_FALSE(sp_policy_used, HZ);
+
+/*
+ * Taken by the writers of the settings, so that each change and the count
+ * it takes or gives back on sp_policy_used are one step: the count never
+ * goes below what the settings say.
+ */
+static DEFINE_MUTEX(sp_policy_lock);
+
+static void sp_policy_get(void)
+{
+	lockdep_assert_held(&sp_policy_lock);
+	static_branch_deferred_inc(&sp_policy_used);
+}
+
+static void sp_policy_put(void)
+{
+	lockdep_assert_held(&sp_policy_lock);
+	static_branch_slow_dec_deferred(&sp_policy_used);
+}
 
 #ifdef CONFIG_MEMCG
 /*
@@ -258,7 +281,7 @@ static int sp_memcg_says(struct mm_struct *mm)
 /* Should @mm merge everything, by the settings (see DOC: Opt-in)? */
 static bool sp_policy_wants(struct mm_struct *mm)
 {
-	if (!static_branch_unlikely(&sp_policy_used))
+	if (!static_branch_unlikely(&sp_policy_used.key))
 		return false;
 	switch (sp_memcg_says(mm)) {
 	case KSM_MEMCG_ON:
@@ -348,8 +371,12 @@ static void sp_policy_work(struct work_struct *work)
 					   pw->delay);
 			return;
 		}
-		/* A move from here on queues the work again. */
-		clear_bit(MMF_VM_MERGE_QUEUED, &mm->flags);
+		/*
+		 * A move from here on queues the work again. A full barrier:
+		 * the cgroup read next is one such a move has set, or the
+		 * move sees the bit clear.
+		 */
+		test_and_clear_bit(MMF_VM_MERGE_QUEUED, &mm->flags);
 		sp_policy_apply(mm);
 		mmap_write_unlock(mm);
 		mmput(mm);
@@ -358,44 +385,121 @@ static void sp_policy_work(struct work_struct *work)
 	kfree(pw);
 }
 
-/**
- * ksm_policy_moved - a process moved to another memory cgroup
- * @task: the process's leader
- *
- * Called by the memory controller's attach callback, under cgroup_mutex
- * and cgroup_threadgroup_rwsem, which every fork and exit waits for: so
- * nothing here waits for an mm. If the move changes whether the process
- * merges everything (DOC: Opt-in), a work item applies the change once
- * the mm's mmap_lock is free; one queued already for the mm does it. If
- * no memory can be had for the work item, the process is worked out again
- * at its next new VMA.
+/*
+ * Queue the work item that applies the policy to @mm, unless one is
+ * queued already; the caller's mmgrab() goes to it, or is dropped.
  */
-void ksm_policy_moved(struct task_struct *task)
+static void sp_policy_queue(struct mm_struct *mm)
 {
 	struct sp_policy_work *pw;
-	struct mm_struct *mm;
-	bool queue;
 
-	if (!static_branch_unlikely(&sp_policy_used))
-		return;
+	if (test_and_set_bit(MMF_VM_MERGE_QUEUED, &mm->flags))
+		goto drop;
 	pw = kmalloc(sizeof(*pw), GFP_KERNEL);
-	if (!pw)
-		return;
-	task_lock(task);
-	mm = task->mm;
-	queue = mm && !(task->flags & PF_KTHREAD) && sp_policy_stale(mm) &&
-		!test_and_set_bit(MMF_VM_MERGE_QUEUED, &mm->flags);
-	if (queue)
-		mmgrab(mm);
-	task_unlock(task);
-	if (!queue) {
-		kfree(pw);
-		return;
+	if (!pw) {
+		clear_bit(MMF_VM_MERGE_QUEUED, &mm->flags);
+		goto drop;
 	}
 	pw->mm = mm;
 	pw->delay = 0;
 	INIT_DELAYED_WORK(&pw->dwork, sp_policy_work);
 	queue_delayed_work(system_unbound_wq, &pw->dwork, 0);
+	return;
+drop:
+	mmdrop(mm);
+}
+
+/*
+ * Would a move change whether @mm merges everything? Told exactly when
+ * its mmap_lock can be had for reading at once, since whoever works the
+ * policy out holds it for writing; else assumed, and the work item tells.
+ */
+static bool sp_policy_moved_stale(struct mm_struct *mm)
+{
+	bool stale = true;
+
+	if (mmap_read_trylock(mm)) {
+		stale = sp_policy_stale(mm);
+		mmap_read_unlock(mm);
+	}
+	return stale;
+}
+
+/**
+ * ksm_policy_moved - a task moved to another memory cgroup
+ * @task: the task
+ *
+ * Called by the memory controller's attach callback, under cgroup_mutex
+ * and cgroup_threadgroup_rwsem, which every fork and exit waits for: so
+ * nothing here waits for an mm. If the move changes whether the task's
+ * process merges everything (DOC: Opt-in), a work item applies the change
+ * once the mm's mmap_lock is free; one queued already for the mm does it.
+ * A fork or an exec meanwhile works the change out for itself
+ * (__ksm_fork_policy(), __ksm_execve()). If no memory can be had for the
+ * work item, the process is worked out again at its next new VMA.
+ */
+void ksm_policy_moved(struct task_struct *task)
+{
+	struct mm_struct *mm;
+
+	if (!static_branch_unlikely(&sp_policy_used.key))
+		return;
+	task_lock(task);
+	mm = task->mm;
+	if (mm && !(task->flags & PF_KTHREAD) &&
+	    !test_bit(MMF_VM_MERGE_QUEUED, &mm->flags))
+		mmgrab(mm);
+	else
+		mm = NULL;
+	task_unlock(task);
+	if (!mm)
+		return;
+	/* The task cannot exit while cgroup_threadgroup_rwsem is held. */
+	if (sp_policy_moved_stale(mm))
+		sp_policy_queue(mm);
+	else
+		mmdrop(mm);
+}
+
+/**
+ * __ksm_fork_policy - fork while a moved parent's policy is still queued
+ * @mm: the child's mm, its VMAs copied; mmap_lock held for writing
+ * @oldmm: the parent's mm, with MMF_VM_MERGE_QUEUED; mmap_lock held for
+ *	writing
+ *
+ * The child took the parent's flags and VMA flags from before the move:
+ * the parent's policy is applied now, and the child follows it, as it
+ * would have, had the parent's work item run before the fork.
+ */
+void __ksm_fork_policy(struct mm_struct *mm, struct mm_struct *oldmm)
+{
+	mmap_assert_write_locked(oldmm);
+	mmap_assert_write_locked(mm);
+	sp_policy_apply(oldmm);
+	if (test_bit(MMF_VM_MERGE_ANY, &oldmm->flags))
+		sp_merge_any_on(mm);
+	else
+		clear_bit(MMF_VM_MERGE_ANY, &mm->flags);
+}
+
+/**
+ * __ksm_execve - exec's new mm: merge all of it if the policy says so
+ * @mm: the new mm, with no VMA yet; mmap_lock held for writing
+ *
+ * The mm took its flags from the old one, which a move may have left to
+ * a work item still queued: the policy is worked out again, for the
+ * cgroup the process is in now.
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int __ksm_execve(struct mm_struct *mm)
+{
+	mmap_assert_write_locked(mm);
+	if (static_branch_unlikely(&sp_policy_used.key))
+		sp_policy_apply(mm);
+	if (test_bit(MMF_VM_MERGE_ANY, &mm->flags))
+		return sp_enter_once(mm);
+	return 0;
 }
 
 /* Every process, after merge_all changed: O(processes), once a write. */
@@ -453,35 +557,50 @@ int ksm_memcg_get(struct mem_cgroup *memcg)
  *
  * Return: 0 or -ENOMEM.
  */
-int ksm_memcg_set(struct mem_cgroup *memcg, int merge)
+/* Record memory.ksm of @memcg, with its count on sp_policy_used. */
+static int sp_memcg_store(struct mem_cgroup *memcg, int merge)
 {
 	unsigned long id = mem_cgroup_id(memcg);
-	void *old;
+	bool had;
+	int err = 0;
 
+	mutex_lock(&sp_policy_lock);
+	had = xa_load(&sp_memcg_merge, id);
 	if (merge == KSM_MEMCG_DEFAULT) {
-		ksm_memcg_offline(memcg);
-	} else {
-		old = xa_store(&sp_memcg_merge, id, xa_mk_value(merge),
-			       GFP_KERNEL);
-		if (xa_is_err(old))
-			return xa_err(old);
-		if (!old)
-			static_branch_inc(&sp_policy_used);
+		if (had) {
+			xa_erase(&sp_memcg_merge, id);
+			sp_policy_put();
+		}
+		goto out;
 	}
-	mem_cgroup_scan_tasks(memcg, sp_policy_task, NULL);
-	return 0;
+	/* Counted before it can be seen. */
+	if (!had)
+		sp_policy_get();
+	err = xa_err(xa_store(&sp_memcg_merge, id, xa_mk_value(merge),
+			      GFP_KERNEL));
+	if (err && !had)
+		sp_policy_put();
+out:
+	mutex_unlock(&sp_policy_lock);
+	return err;
+}
+
+int ksm_memcg_set(struct mem_cgroup *memcg, int merge)
+{
+	int err = sp_memcg_store(memcg, merge);
+
+	if (!err)
+		mem_cgroup_scan_tasks(memcg, sp_policy_task, NULL);
+	return err;
 }
 
 /**
  * ksm_memcg_offline - a memory cgroup goes offline, with no process left
  * @memcg: the memory cgroup
- *
- * Also what memory.ksm "default" does to the setting.
  */
 void ksm_memcg_offline(struct mem_cgroup *memcg)
 {
-	if (xa_erase(&sp_memcg_merge, mem_cgroup_id(memcg)))
-		static_branch_dec(&sp_policy_used);
+	sp_memcg_store(memcg, KSM_MEMCG_DEFAULT);
 }
 #endif
 
@@ -631,12 +750,13 @@ static ssize_t merge_all_store(struct kobject *kobj,
 
 	if (kstrtouint(buf, 10, &v) || v > 1)
 		return -EINVAL;
-	if (xchg(&sp_merge_all, v) != v) {
-		if (v)
-			static_branch_inc(&sp_policy_used);
-		else
-			static_branch_dec(&sp_policy_used);
-	}
+	mutex_lock(&sp_policy_lock);
+	if (v && !sp_merge_all)
+		sp_policy_get();
+	if (!v && sp_merge_all)
+		sp_policy_put();
+	WRITE_ONCE(sp_merge_all, v);
+	mutex_unlock(&sp_policy_lock);
 	sp_policy_sweep();
 	return count;
 }
@@ -646,8 +766,8 @@ static struct kobj_attribute sp_merge_all_attr = __ATTR_RW(merge_all);
 
 /*
  * Boot. Should a step fail, what the steps before it set up is undone, and
- * KSM stays off: no mm can register (sp_slot_alloc()), so nothing else
- * of it runs.
+ * KSM stays off: no mm can register (sp_slot_alloc()), and run is 0, which
+ * keeps merge requests out (run starts at 1 without sysfs).
  */
 static int __init sp_init(void)
 {
@@ -686,6 +806,7 @@ out_index:
 out_core:
 	sp_core_exit();
 out:
+	WRITE_ONCE(sp_run, SP_RUN_STOP);
 	pr_err("cannot start: %d\n", err);
 	return err;
 }
