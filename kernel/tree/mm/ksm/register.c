@@ -548,15 +548,6 @@ int ksm_memcg_get(struct mem_cgroup *memcg)
 	return e ? xa_to_value(e) : KSM_MEMCG_DEFAULT;
 }
 
-/**
- * ksm_memcg_set - write a memory cgroup's memory.ksm
- * @memcg: the memory cgroup, not the root
- * @merge: an enum ksm_memcg_merge
- *
- * Every process of @memcg and its descendants is worked out again.
- *
- * Return: 0 or -ENOMEM.
- */
 /* Record memory.ksm of @memcg, with its count on sp_policy_used. */
 static int sp_memcg_store(struct mem_cgroup *memcg, int merge)
 {
@@ -585,6 +576,15 @@ out:
 	return err;
 }
 
+/**
+ * ksm_memcg_set - write a memory cgroup's memory.ksm
+ * @memcg: the memory cgroup, not the root
+ * @merge: an enum ksm_memcg_merge
+ *
+ * Every process of @memcg and its descendants is worked out again.
+ *
+ * Return: 0 or -ENOMEM.
+ */
 int ksm_memcg_set(struct mem_cgroup *memcg, int merge)
 {
 	int err = sp_memcg_store(memcg, merge);
