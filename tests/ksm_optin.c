@@ -31,10 +31,11 @@
  *     and an exit elsewhere complete, while the lock is held. W, which
  *     merges everything in B, its lock held the same way, moves into A
  *     and execs: the new program does not merge everything, though the
- *     change for W's old mm still waits for its lock. Once the server
- *     drops the connection, H's read fails, and V comes to merge
- *     everything. It skips without /dev/fuse (CONFIG_FUSE_FS) or when the
- *     mount fails.
+ *     change for W's old mm still waits for its lock. X, the same, moves
+ *     into A and forks, which waits for the lock: X's child does not
+ *     merge everything. Once the server drops the connection, H's read
+ *     fails, and V comes to merge everything. It skips without /dev/fuse
+ *     (CONFIG_FUSE_FS) or when the mount fails.
  *
  * A moved process's policy is applied by a work item, a little after the
  * move: checks that follow a move poll for it.
@@ -129,13 +130,27 @@ static char fork_grandchild(void)
 	       '0' + (WIFEXITED(status) ? WEXITSTATUS(status) : 9);
 }
 
+/* A child's PR_GET_MEMORY_MERGE ('0'/'1'; 'e' if the fork failed). */
+static char fork_merges(void)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(prctl(PR_GET_MEMORY_MERGE, 0, 0, 0, 0) == 1);
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return 'e';
+	return '0' + WEXITSTATUS(status);
+}
+
 /*
  * A child's commands, on @region (one region mapped, room for REGIONS):
  * 'g' PR_GET_MEMORY_MERGE ('0'/'1'); 'v' is its newest region mergeable
  * ('y'/'n'); 'p' maps another region; 'm' are its pages merged ('y'/'n');
  * 'c' content ('k'/'x'); 'o' PR_SET_MEMORY_MERGE 0; 'f' fork a grandchild
- * that checks itself ('k', or why not); 'e' exec this program to exit
- * with the new PR_GET_MEMORY_MERGE ('x' if exec failed); 'q' quit.
+ * that checks itself ('k', or why not); 'F' fork a child and say its
+ * PR_GET_MEMORY_MERGE; 'e' exec this program to exit with the new
+ * PR_GET_MEMORY_MERGE ('x' if exec failed); 'q' quit.
  */
 static int kid_serve(char **region, int cmd, int reply)
 {
@@ -173,6 +188,9 @@ static int kid_serve(char **region, int cmd, int reply)
 			break;
 		case 'f':
 			kid_reply(reply, fork_grandchild());
+			break;
+		case 'F':
+			kid_reply(reply, fork_merges());
 			break;
 		case 'e':
 			/* No reply: the new program's exit status says. */
@@ -880,6 +898,24 @@ static void move_held(struct move *m, pid_t vpid)
 	      m->moved ? strerror(-m->err) : "stuck");
 }
 
+/* With @w's mmap_lock held: move @w into A; did it return? */
+static bool move_out(struct kids *w, const char *who)
+{
+	struct move_to to = { w->pid[0], CG_A };
+	struct move m2 = { .forked = '-' };
+	bool moved;
+
+	m2.start = monotonic_seconds();
+	if (!CHECK(kids_start(&m2.mov, 1, kid_mover, &to) == 0,
+		   "fork the mover of %s", who))
+		return false;
+	moved = CHECK(moved_by(&m2, WAIT_SECONDS) && m2.err == 0,
+		      "%s's move into A: %s", who,
+		      m2.moved ? strerror(-m2.err) : "stuck");
+	CHECK(kid_end(&m2.mov), "mover of %s", who);
+	return moved;
+}
+
 /*
  * With W's mmap_lock held too: W, which merges everything in B, moves into
  * A (memory.ksm 0), and execs. The work item for its old mm cannot have
@@ -888,18 +924,9 @@ static void move_held(struct move *m, pid_t vpid)
  */
 static void exec_after_move(struct kids *w)
 {
-	struct move_to to = { w->pid[0], CG_A };
-	struct move m2 = { .forked = '-' };
 	int status = -1;
 
-	m2.start = monotonic_seconds();
-	if (!CHECK(kids_start(&m2.mov, 1, kid_mover, &to) == 0,
-		   "fork the mover of W"))
-		return;
-	if (CHECK(moved_by(&m2, WAIT_SECONDS) && m2.err == 0,
-		  "W's move into A: %s", m2.moved ? strerror(-m2.err) :
-		  "stuck") &&
-	    CHECK(kid_send(w, 0, 'e'), "W: exec") &&
+	if (move_out(w, "W") && CHECK(kid_send(w, 0, 'e'), "W: exec") &&
 	    CHECK(wait_exit(w->pid[0], &status, WAIT_SECONDS),
 		  "W's new program did not end")) {
 		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
@@ -909,7 +936,16 @@ static void exec_after_move(struct kids *w)
 		close(w->from_kid[0]);
 		w->pid[0] = 0;
 	}
-	CHECK(kid_end(&m2.mov), "mover of W");
+}
+
+/*
+ * With X's mmap_lock held too: X, which merges everything in B, moves into
+ * A and forks; the fork waits for X's mmap_lock. Is X's child, once the
+ * lock is free, out of merging, whatever became of X's work item?
+ */
+static bool fork_after_move(struct kids *x)
+{
+	return move_out(x, "X") && CHECK(kid_send(x, 0, 'F'), "X: fork");
 }
 
 /*
@@ -973,9 +1009,12 @@ static void holder_end(struct kids *h)
 static void test_move_locked(void)
 {
 	struct kids srv = { 0 }, v = { 0 }, h = { 0 }, w = { 0 }, hw = { 0 };
+	struct kids x = { 0 }, hx = { 0 };
 	struct move m = { .forked = '-' };
-	struct hold arg = { 0 }, argw = { 0 };
+	struct hold arg = { 0 }, argw = { 0 }, argx = { 0 };
 	const char *why = fuse_start(&srv);
+	bool forked = false;
+	char xr = '-';
 
 	if (why) {
 		kid_end(&srv);
@@ -990,25 +1029,36 @@ static void test_move_locked(void)
 	CHECK(kids_start(&m.chk, 1, kid_forker, NULL) == 0,
 	      "fork the checker");
 	if (victim_start(&v, &arg.addr, CG_A, '0') &&
-	    victim_start(&w, &argw.addr, CG_B, '1')) {
+	    victim_start(&w, &argw.addr, CG_B, '1') &&
+	    victim_start(&x, &argx.addr, CG_B, '1')) {
 		arg.pid = v.pid[0];
 		argw.pid = w.pid[0];
-		/* Another page: one whose read is in flight has no new READ. */
+		argx.pid = x.pid[0];
+		/* Other pages: one whose read is in flight has no new READ. */
 		argw.addr += page_size;
+		argx.addr += 2 * page_size;
 		if (hold_start(&h, &srv, &arg) &&
-		    hold_start(&hw, &srv, &argw)) {
+		    hold_start(&hw, &srv, &argw) &&
+		    hold_start(&hx, &srv, &argx)) {
 			move_held(&m, arg.pid);
 			exec_after_move(&w);
+			forked = fork_after_move(&x);
 		}
 	}
 	CHECK(fuse_abort(&srv), "release: close /dev/fuse");
 	holder_end(&h);
 	holder_end(&hw);
+	holder_end(&hx);
+	if (forked)
+		CHECK(read_within(x.from_kid[0], &xr, 1, WAIT_SECONDS) &&
+		      xr == '0', "X's child: PR_GET_MEMORY_MERGE %c, want 0",
+		      xr);
 	move_finish(&m);
 	if (m.moved && !m.err)
 		expect_v_merges(&v);
 	CHECK(kid_end(&v), "V");
 	CHECK(kid_end(&w), "W");
+	CHECK(kid_end(&x), "X");
 	fuse_stop(&srv);
 	CHECK(memcg_ksm_write(CG_A, "default") == 0 &&
 	      memcg_ksm_write(CG_B, "default") == 0, "A and B: default");

@@ -31,8 +31,16 @@ void ktap_result(bool ok, const char *fmt, ...)
 void ktap_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void ktap_diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int ktap_finish(void);
-/* Record a failed check: prints a diagnostic, makes the current test fail. */
-#define CHECK(cond, ...) check_((cond), #cond, __FILE__, __LINE__, __VA_ARGS__)
+/*
+ * Record a failed check: prints a diagnostic, makes the current test fail.
+ * @cond is evaluated before the message's arguments, which may print what
+ * it stored (arguments of a call have no order).
+ */
+#define CHECK(cond, ...) ({						\
+	bool check_cond_ = (cond);					\
+									\
+	check_(check_cond_, #cond, __FILE__, __LINE__, __VA_ARGS__);	\
+})
 bool check_(bool cond, const char *expr, const char *file, int line,
 	    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 /* Did every CHECK since the last call pass? Resets the record. */
