@@ -607,13 +607,17 @@ static bool drain_stocks(void)
 	       WIFEXITED(status) && !WEXITSTATUS(status);
 }
 
-/* Limit CG_LIM to what it uses now, with no swap. */
+/*
+ * Limit CG_LIM to what it uses now, with no swap.  A kernel without swap
+ * has no memory.swap.max and nothing to turn off.
+ */
 static bool limit_to_usage(void)
 {
 	char buf[32];
 	long cur;
 
-	if (write_file(CG_LIM "/memory.swap.max", "0") || !drain_stocks())
+	if ((access(CG_LIM "/memory.swap.max", F_OK) == 0 &&
+	     write_file(CG_LIM "/memory.swap.max", "0")) || !drain_stocks())
 		return false;
 	cur = read_long(CG_LIM "/memory.current");
 	snprintf(buf, sizeof(buf), "%ld", cur);

@@ -36,6 +36,11 @@
  *     merge everything. Once the server drops the connection, H's read
  *     fails, and V comes to merge everything. It skips without /dev/fuse
  *     (CONFIG_FUSE_FS) or when the mount fails.
+ *   optin_clone_into: a process in B (memory.ksm 1) starts a child in A
+ *     (memory.ksm 0) with clone3(CLONE_INTO_CGROUP): the region the child
+ *     maps is not mergeable, and PR_GET_MEMORY_MERGE says 0, at once. One
+ *     in A starts a child in B: it merges everything, its pages merged
+ *     and intact.
  *
  * A moved process's policy is applied by a work item, a little after the
  * move: checks that follow a move poll for it.
@@ -43,6 +48,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fuse.h>
+#include <linux/sched.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -54,6 +60,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -130,6 +137,55 @@ static char fork_grandchild(void)
 	       '0' + (WIFEXITED(status) ? WEXITSTATUS(status) : 9);
 }
 
+/*
+ * A child that clone3() started in another cgroup maps a region: does it
+ * merge everything, or not, as @merges says that cgroup does? 0 if so.
+ * Out of merging, the region is not made mergeable even before the move's
+ * work item runs. Into merging, a region that the kernel joins to an area
+ * next to it never reaches ksm_add_vma(): that one waits for the work
+ * item, so it is polled for.
+ */
+static int cloned_child(bool merges)
+{
+	double deadline = monotonic_seconds() + WAIT_SECONDS;
+	char *p = map_region();
+
+	while (merges && prctl(PR_GET_MEMORY_MERGE, 0, 0, 0, 0) != 1 &&
+	       monotonic_seconds() < deadline)
+		usleep(10000);
+	if (prctl(PR_GET_MEMORY_MERGE, 0, 0, 0, 0) != merges ||
+	    mergeable_flag(p) != merges)
+		return 1;
+	if (merges && !ksm_wait_until(merged_self, NULL, SCANS))
+		return 2;
+	return region_ok(p) ? 0 : 3;
+}
+
+/*
+ * clone3() a child into cgroup @cg (CLONE_INTO_CGROUP): its exit status
+ * ('0' to '3', as cloned_child() returns), 'e' if there was none.
+ */
+static char clone_into(const char *cg, bool merges)
+{
+	struct clone_args args = {
+		.flags = CLONE_INTO_CGROUP,
+		.exit_signal = SIGCHLD,
+	};
+	int fd = open(cg, O_RDONLY | O_DIRECTORY | O_CLOEXEC), status;
+	pid_t pid;
+
+	if (fd < 0)
+		return 'e';
+	args.cgroup = fd;
+	pid = syscall(SYS_clone3, &args, sizeof(args));
+	if (pid == 0)
+		_exit(cloned_child(merges));
+	close(fd);
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return 'e';
+	return '0' + WEXITSTATUS(status);
+}
+
 /* A child's PR_GET_MEMORY_MERGE ('0'/'1'; 'e' if the fork failed). */
 static char fork_merges(void)
 {
@@ -149,8 +205,10 @@ static char fork_merges(void)
  * ('y'/'n'); 'p' maps another region; 'm' are its pages merged ('y'/'n');
  * 'c' content ('k'/'x'); 'o' PR_SET_MEMORY_MERGE 0; 'f' fork a grandchild
  * that checks itself ('k', or why not); 'F' fork a child and say its
- * PR_GET_MEMORY_MERGE; 'e' exec this program to exit with the new
- * PR_GET_MEMORY_MERGE ('x' if exec failed); 'q' quit.
+ * PR_GET_MEMORY_MERGE; 'A' or 'B' clone3() a child into cgroup A, where
+ * nothing merges, or B, where all does, and say clone_into(); 'e' exec
+ * this program to exit with the new PR_GET_MEMORY_MERGE ('x' if exec
+ * failed); 'q' quit.
  */
 static int kid_serve(char **region, int cmd, int reply)
 {
@@ -191,6 +249,12 @@ static int kid_serve(char **region, int cmd, int reply)
 			break;
 		case 'F':
 			kid_reply(reply, fork_merges());
+			break;
+		case 'A':
+			kid_reply(reply, clone_into(CG_A, false));
+			break;
+		case 'B':
+			kid_reply(reply, clone_into(CG_B, true));
 			break;
 		case 'e':
 			/* No reply: the new program's exit status says. */
@@ -1129,11 +1193,43 @@ out:
 	ktap_result(checks_passed(), "optin_move_leaderless");
 }
 
+/*
+ * optin_clone_into: clone3() with CLONE_INTO_CGROUP starts a child in
+ * another cgroup than its parent's, with its parent's flags: it follows
+ * its own cgroup, as a process moved there does.
+ */
+static void test_clone_into(void)
+{
+	struct kids k;
+	char r[2];
+
+	CHECK(ksm_reset() == 0, "reset");
+	CHECK(memcg_ksm_write(CG_A, "0") == 0 &&
+	      memcg_ksm_write(CG_B, "1") == 0, "A: memory.ksm=0, B: 1");
+	if (!CHECK(kids_start(&k, 2, kid_optin, NULL) == 0, "fork"))
+		goto out;
+	CHECK(kids_collect(&k, r), "ready");
+	CHECK(move_to(CG_B, k.pid[0]) == 0 && move_to(CG_A, k.pid[1]) == 0,
+	      "into B and A");
+	expect_soon(&k, 0, 1, "moved into B");
+	expect_soon(&k, 1, 0, "moved into A");
+	r[0] = ask(&k, 0, 'A');
+	CHECK(r[0] == '0', "cloned from B into A: %c", r[0]);
+	r[1] = ask(&k, 1, 'B');
+	CHECK(r[1] == '0', "cloned from A into B: %c", r[1]);
+	kids_send(&k, 'q');
+	CHECK(kids_wait(&k), "children");
+out:
+	CHECK(memcg_ksm_write(CG_A, "default") == 0 &&
+	      memcg_ksm_write(CG_B, "default") == 0, "A and B: default");
+	ktap_result(checks_passed(), "optin_clone_into");
+}
+
 int main(int argc, char **argv)
 {
 	static const char *const names[] = {
 		"optin_cgroup", "optin_host", "optin_move_leaderless",
-		"optin_move_locked",
+		"optin_move_locked", "optin_clone_into",
 	};
 	bool cg, memcg_ksm;
 
@@ -1159,10 +1255,13 @@ int main(int argc, char **argv)
 	if (memcg_ksm) {
 		test_move_leaderless();
 		test_move_locked();
+		test_clone_into();
 	} else {
 		ktap_skip_named("optin_move_leaderless", cg ?
 				"no memory.ksm" : "no memory controller");
 		ktap_skip_named("optin_move_locked", cg ?
+				"no memory.ksm" : "no memory controller");
+		ktap_skip_named("optin_clone_into", cg ?
 				"no memory.ksm" : "no memory controller");
 	}
 	ksm_write("merge_all", 0);

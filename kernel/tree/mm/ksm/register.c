@@ -31,11 +31,12 @@
  * When a setting changes, every process it covers is worked out again at
  * once, by the writer; so is one that maps a new VMA without merging
  * everything (which also catches a process forked while a setting was
- * being applied). A process that moves to another memory cgroup is worked
- * out again soon after, by a work item (ksm_policy_moved()). A setting
- * that turns a process's merging off stops its new VMAs from being made
- * mergeable, as the prctl does, but unmerges nothing: only the prctl's 0
- * does that.
+ * being applied). A process that moves to another memory cgroup, or that
+ * clone3() starts in one (CLONE_INTO_CGROUP), is worked out again soon
+ * after, by a work item (ksm_policy_moved()), or at its next new VMA if
+ * that comes first. A setting that turns a process's merging off stops its
+ * new VMAs from being made mergeable, as the prctl does, but unmerges
+ * nothing: only the prctl's 0 does that.
  */
 #define pr_fmt(fmt) "ksm: " fmt
 
@@ -430,13 +431,14 @@ static bool sp_policy_moved_stale(struct mm_struct *mm)
  * @task: the task
  *
  * Called by the memory controller's attach callback, under cgroup_mutex
- * and cgroup_threadgroup_rwsem, which every fork and exit waits for: so
- * nothing here waits for an mm. If the move changes whether the task's
- * process merges everything (DOC: Opt-in), a work item applies the change
- * once the mm's mmap_lock is free; one queued already for the mm does it.
- * A fork or an exec meanwhile works the change out for itself
- * (__ksm_fork_policy(), __ksm_execve()). If no memory can be had for the
- * work item, the process is worked out again at its next new VMA.
+ * and cgroup_threadgroup_rwsem, which every fork and exit waits for, and
+ * by ksm_policy_forked(): so nothing here waits for an mm. If the move
+ * changes whether the task's process merges everything (DOC: Opt-in), a
+ * work item applies the change once the mm's mmap_lock is free; one queued
+ * already for the mm does it. A fork, an exec or a new VMA meanwhile works
+ * the change out for itself (__ksm_fork_policy(), __ksm_execve(),
+ * ksm_add_vma()). If no memory can be had for the work item, only a
+ * policy that merges everything is taken up, at the next new VMA.
  */
 void ksm_policy_moved(struct task_struct *task)
 {
@@ -602,18 +604,48 @@ void ksm_memcg_offline(struct mem_cgroup *memcg)
 {
 	sp_memcg_store(memcg, KSM_MEMCG_DEFAULT);
 }
+
+/**
+ * ksm_policy_forked - a new task, maybe in another memory cgroup
+ * @task: the child, not running yet
+ *
+ * Called by the memory controller's fork callback, under
+ * cgroup_threadgroup_rwsem (and cgroup_mutex, for CLONE_INTO_CGROUP).
+ * ksm_fork() gave the child its parent's flags; clone3() with
+ * CLONE_INTO_CGROUP may have put it in another cgroup, where the policy
+ * can differ: such a child is treated as moved there (ksm_policy_moved()).
+ */
+void ksm_policy_forked(struct task_struct *task)
+{
+	bool moved;
+
+	if (!static_branch_unlikely(&sp_policy_used.key))
+		return;
+	rcu_read_lock();
+	moved = mem_cgroup_from_task(task) != mem_cgroup_from_task(current);
+	rcu_read_unlock();
+	if (moved)
+		ksm_policy_moved(task);
+}
 #endif
 
 /**
  * ksm_add_vma - a new VMA of a merge-any process becomes mergeable
  * @vma: the VMA; mmap_lock held for writing
+ *
+ * A process that a move's work item has yet to reach gets its new policy
+ * here, with the lock the work item waits for: its new VMAs follow the
+ * cgroup it is in now.
  */
 void ksm_add_vma(struct vm_area_struct *vma)
 {
 	struct mm_struct *mm = vma->vm_mm;
 
-	if (!test_bit(MMF_VM_MERGE_ANY, &mm->flags) &&
-	    !test_bit(MMF_VM_MERGE_OPTED, &mm->flags) && sp_policy_wants(mm))
+	if (test_bit(MMF_VM_MERGE_QUEUED, &mm->flags))
+		sp_policy_apply(mm);
+	else if (!test_bit(MMF_VM_MERGE_ANY, &mm->flags) &&
+		 !test_bit(MMF_VM_MERGE_OPTED, &mm->flags) &&
+		 sp_policy_wants(mm))
 		sp_merge_any_on(mm);
 	if (test_bit(MMF_VM_MERGE_ANY, &mm->flags))
 		sp_vma_set(vma);
