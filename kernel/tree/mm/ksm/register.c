@@ -32,10 +32,11 @@
  * once, by the writer; so is one that maps a new VMA without merging
  * everything (which also catches a process forked while a setting was
  * being applied). A process that moves to another memory cgroup, or that
- * clone3() starts in one (CLONE_INTO_CGROUP), is worked out again soon
- * after, by a work item (ksm_policy_moved()), or at its next new VMA if
- * that comes first. A setting that turns a process's merging off stops its
- * new VMAs from being made mergeable, as the prctl does, but unmerges
+ * clone3() starts in one with an mm of its own (CLONE_INTO_CGROUP without
+ * CLONE_VM: an mm follows the cgroup of its owner), is worked out again
+ * soon after, by a work item (ksm_policy_moved()), or at its next new VMA
+ * if that comes first. A setting that turns a process's merging off stops
+ * its new VMAs from being made mergeable, as the prctl does, but unmerges
  * nothing: only the prctl's 0 does that.
  */
 #define pr_fmt(fmt) "ksm: " fmt
@@ -611,9 +612,11 @@ void ksm_memcg_offline(struct mem_cgroup *memcg)
  *
  * Called by the memory controller's fork callback, under
  * cgroup_threadgroup_rwsem (and cgroup_mutex, for CLONE_INTO_CGROUP).
- * ksm_fork() gave the child its parent's flags; clone3() with
- * CLONE_INTO_CGROUP may have put it in another cgroup, where the policy
- * can differ: such a child is treated as moved there (ksm_policy_moved()).
+ * A child with an mm of its own took its parent's flags with it; clone3()
+ * with CLONE_INTO_CGROUP may have put it in another cgroup, where the
+ * policy can differ: such a child is treated as moved there
+ * (ksm_policy_moved()). A child that shares its parent's mm (CLONE_VM)
+ * changes nothing, since an mm follows the cgroup of its owner.
  */
 void ksm_policy_forked(struct task_struct *task)
 {
