@@ -41,11 +41,13 @@
  */
 #define pr_fmt(fmt) "ksm: " fmt
 
+#include <linux/cgroup.h>
 #include <linux/jump_label_ratelimit.h>
 #include <linux/ksm.h>
 #include <linux/memcontrol.h>
 #include <linux/mm.h>
 #include <linux/mman.h>
+#include <linux/percpu-rwsem.h>
 #include <linux/pid.h>
 #include <linux/pid_namespace.h>
 #include <linux/sched/coredump.h>
@@ -611,7 +613,8 @@ void ksm_memcg_offline(struct mem_cgroup *memcg)
  * @task: the child, not running yet
  *
  * Called by the memory controller's fork callback, under
- * cgroup_threadgroup_rwsem (and cgroup_mutex, for CLONE_INTO_CGROUP).
+ * cgroup_threadgroup_rwsem (and cgroup_mutex, for CLONE_INTO_CGROUP),
+ * which keeps both tasks in their cgroups while they are compared.
  * A child with an mm of its own took its parent's flags with it; clone3()
  * with CLONE_INTO_CGROUP may have put it in another cgroup, where the
  * policy can differ: such a child is treated as moved there
@@ -622,6 +625,7 @@ void ksm_policy_forked(struct task_struct *task)
 {
 	bool moved;
 
+	percpu_rwsem_assert_held(&cgroup_threadgroup_rwsem);
 	if (!static_branch_unlikely(&sp_policy_used.key))
 		return;
 	rcu_read_lock();
