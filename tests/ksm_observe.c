@@ -16,6 +16,9 @@
  *   observe_smaps     /proc/self/smaps of each candidate's mapping: KSM:
  *                     and the Shared_ lines;
  *   observe_vmstat    cow_ksm in /proc/vmstat across a write to each;
+ *   observe_pageout   pagemap's present bit after MADV_PAGEOUT of every
+ *                     candidate: reclaim passes over a page another
+ *                     process maps (skipped without swap);
  *   observe_ksm_stat  ksm_merging_pages in /proc/self/ksm_stat;
  *   observe_counters  pages_sharing in /sys/kernel/mm/ksm, world-readable;
  *   observe_memcg     memory.current of its own cgroup: a page that merged
@@ -168,6 +171,20 @@ static int guess_vmstat(char *const *cand)
 	return 0;
 }
 
+/*
+ * MADV_PAGEOUT reclaims only pages no other process maps: the candidate
+ * still mapped afterwards (pagemap's present bit) is the merged one.
+ */
+static int guess_pageout(char *const *cand)
+{
+	for (int i = 0; i < G; i++)
+		madvise(cand[i], page_size, MADV_PAGEOUT);
+	for (int i = 0; i < G; i++)
+		if (pagemap_entry(0, cand[i]) & PM_PRESENT)
+			return i;
+	return 0;
+}
+
 static long count_ksm_stat(void)
 {
 	return ksm_stat(0, "ksm_merging_pages");
@@ -219,6 +236,8 @@ static const struct channel channels[] = {
 	{ "observe_pagemap", PER_PAGE, .guess = guess_pagemap },
 	{ "observe_smaps", PER_PAGE, .guess = guess_smaps },
 	{ "observe_vmstat", PER_PAGE, .guess = guess_vmstat },
+	{ "observe_pageout", PER_PAGE, .guess = guess_pageout,
+	  .available = have_swap },
 	{ "observe_ksm_stat", COUNT, .count = count_ksm_stat, .moved = rose },
 	{ "observe_counters", COUNT, .count = count_counters, .moved = rose },
 	{ "observe_memcg", COUNT, .count = count_memcg, .moved = fell },
@@ -458,7 +477,7 @@ int main(void)
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(channels); i++) {
 		if (channels[i].available && !channels[i].available())
-			ktap_skip_named(channels[i].name, "samepage's");
+			ktap_skip_named(channels[i].name, "not here");
 		else
 			test_leak(&channels[i]);
 	}
