@@ -25,7 +25,15 @@
  *   1 or 0, stands against every setting below, and is inherited through
  *   fork and exec (MMF_VM_MERGE_OPTED). 0 is the opt-out from the others;
  * - the nearest memory cgroup, from the process's own up, whose memory.ksm
- *   says 1 or 0 rather than "default";
+ *   says 1 or 0 rather than "default". A value written without
+ *   CAP_SYS_RESOURCE is delegated: the owner of a delegated subtree may
+ *   write memory.ksm of the cgroups it created (cgroup v2 gives it their
+ *   files; the delegation root's stay its delegator's). A delegated 1
+ *   covers only the writer's own processes, those whose user and group
+ *   ids are all the writer's and that are dumpable (not a set-user-ID
+ *   program it started), and a 0 above it, of either kind, overrides it;
+ *   the others go on to the cgroups above. A delegated 0 covers every
+ *   process;
  * - the host: /sys/kernel/mm/ksm/merge_all, 0 by default.
  *
  * When a setting changes, every process it covers is worked out again at
@@ -42,6 +50,7 @@
 #define pr_fmt(fmt) "ksm: " fmt
 
 #include <linux/cgroup.h>
+#include <linux/cred.h>
 #include <linux/jump_label_ratelimit.h>
 #include <linux/ksm.h>
 #include <linux/memcontrol.h>
@@ -54,6 +63,7 @@
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/sched/task.h>
+#include <linux/security.h>
 #include <linux/slab.h>
 #include <linux/sysfs.h>
 #include <linux/workqueue.h>
@@ -252,28 +262,81 @@ static void sp_policy_put(void)
 }
 
 #ifdef CONFIG_MEMCG
+/**
+ * struct sp_memcg_setting - what a memory cgroup's memory.ksm says
+ * @merge: KSM_MEMCG_OFF or KSM_MEMCG_ON
+ * @delegated: written without CAP_SYS_RESOURCE, by the owner of a
+ *	delegated subtree (DOC: Opt-in)
+ * @uid: the writer's fsuid, when @delegated
+ * @gid: the writer's fsgid, when @delegated
+ * @rcu: frees the setting once no reader can see it
+ */
+struct sp_memcg_setting {
+	enum ksm_memcg_merge merge;
+	bool delegated;
+	kuid_t uid;
+	kgid_t gid;
+	struct rcu_head rcu;
+};
+
 /*
- * memory.ksm of every memory cgroup that says 0 or 1 (an enum
- * ksm_memcg_merge in an xarray value), by mem_cgroup_id(): erased when it
- * says "default" again or goes offline, before its id can be reused.
- * Read under RCU; the xarray's own lock serializes writers.
+ * The settings of the memory cgroups whose memory.ksm is not "default",
+ * by mem_cgroup_id(): erased when one says "default" again or goes
+ * offline, before its id can be reused. Read under RCU; sp_policy_lock
+ * serializes the writers.
  */
 static DEFINE_XARRAY(sp_memcg_merge);
 
-/* What the memory cgroups of @mm's owner say, nearest first. */
+/*
+ * Is @mm a process of the writer of the delegated @s: its owner's user
+ * and group ids all the writer's, as ptrace requires of an unprivileged
+ * tracer, and its mm dumpable, as a program its user started is (not
+ * after exec of a set-user-ID, set-group-ID or file-capability program)?
+ * An mm that is not its owner's yet (exec, before the new program's
+ * credentials are in force) is not; ksm_exec_creds() asks again. Under
+ * RCU.
+ */
+static bool sp_memcg_covers(const struct sp_memcg_setting *s,
+			    struct mm_struct *mm, struct task_struct *owner)
+{
+	const struct cred *cred = __task_cred(owner);
+
+	if (READ_ONCE(owner->mm) != mm ||
+	    get_dumpable(mm) != SUID_DUMP_USER)
+		return false;
+	return uid_eq(cred->uid, s->uid) && uid_eq(cred->euid, s->uid) &&
+	       uid_eq(cred->suid, s->uid) && gid_eq(cred->gid, s->gid) &&
+	       gid_eq(cred->egid, s->gid) && gid_eq(cred->sgid, s->gid);
+}
+
+/*
+ * What the memory cgroups of @mm's owner say (DOC: Opt-in): the nearest
+ * setting decides, but a delegated 1 only for the processes it covers,
+ * and only if no delegated 0 above it comes first.
+ */
 static int sp_memcg_says(struct mm_struct *mm)
 {
+	int says = KSM_MEMCG_DEFAULT;
+	struct sp_memcg_setting *s;
 	struct task_struct *owner;
 	struct mem_cgroup *memcg;
-	void *e = NULL;
 
 	rcu_read_lock();
 	owner = rcu_dereference(mm->owner);
 	memcg = owner ? mem_cgroup_from_task(owner) : NULL;
-	for (; memcg && !e; memcg = parent_mem_cgroup(memcg))
-		e = xa_load(&sp_memcg_merge, mem_cgroup_id(memcg));
+	for (; memcg; memcg = parent_mem_cgroup(memcg)) {
+		s = xa_load(&sp_memcg_merge, mem_cgroup_id(memcg));
+		if (!s)
+			continue;
+		if (!s->delegated || s->merge == KSM_MEMCG_OFF) {
+			says = s->merge;
+			break;
+		}
+		if (sp_memcg_covers(s, mm, owner))
+			says = KSM_MEMCG_ON;
+	}
 	rcu_read_unlock();
-	return e ? xa_to_value(e) : KSM_MEMCG_DEFAULT;
+	return says;
 }
 #else
 static int sp_memcg_says(struct mm_struct *mm)
@@ -507,6 +570,32 @@ int __ksm_execve(struct mm_struct *mm)
 	return 0;
 }
 
+/**
+ * ksm_exec_creds - exec's new credentials are in force
+ * @mm: the new mm, the caller's own now
+ *
+ * __ksm_execve() worked the policy out before the new program's
+ * credentials were known, and so without the delegated settings, which
+ * cover only their writer's processes (a set-user-ID program started in a
+ * delegated cgroup is not one). Now they are known, it is worked out
+ * again. A delegated setting that a cgroup move's work item applied in
+ * between, with the credentials from before, is taken back: the VMAs are
+ * unmarked, and whatever of the new stack was merged in that time
+ * unmerged (if that fails, for want of memory, the process keeps merging).
+ */
+void ksm_exec_creds(struct mm_struct *mm)
+{
+	if (!static_branch_unlikely(&sp_policy_used.key) ||
+	    test_bit(MMF_VM_MERGE_OPTED, &mm->flags))
+		return;
+	mmap_write_lock(mm);
+	if (sp_policy_wants(mm))
+		sp_merge_any_on(mm);
+	else if (test_bit(MMF_VM_MERGE_ANY, &mm->flags) && !sp_clear_all(mm))
+		clear_bit(MMF_VM_MERGE_ANY, &mm->flags);
+	mmap_write_unlock(mm);
+}
+
 /* Every process, after merge_all changed: O(processes), once a write. */
 static void sp_policy_sweep(void)
 {
@@ -548,36 +637,50 @@ static int sp_policy_task(struct task_struct *task, void *unused)
  */
 int ksm_memcg_get(struct mem_cgroup *memcg)
 {
-	void *e = xa_load(&sp_memcg_merge, mem_cgroup_id(memcg));
+	struct sp_memcg_setting *s;
+	int merge;
 
-	return e ? xa_to_value(e) : KSM_MEMCG_DEFAULT;
+	rcu_read_lock();
+	s = xa_load(&sp_memcg_merge, mem_cgroup_id(memcg));
+	merge = s ? s->merge : KSM_MEMCG_DEFAULT;
+	rcu_read_unlock();
+	return merge;
 }
 
-/* Record memory.ksm of @memcg, with its count on sp_policy_used. */
-static int sp_memcg_store(struct mem_cgroup *memcg, int merge)
+/*
+ * Record @new (NULL for "default") as memory.ksm of @memcg, with its count
+ * on sp_policy_used; @new is freed if it cannot be.
+ */
+static int sp_memcg_store(struct mem_cgroup *memcg,
+			  struct sp_memcg_setting *new)
 {
 	unsigned long id = mem_cgroup_id(memcg);
-	bool had;
+	struct sp_memcg_setting *old;
 	int err = 0;
 
 	mutex_lock(&sp_policy_lock);
-	had = xa_load(&sp_memcg_merge, id);
-	if (merge == KSM_MEMCG_DEFAULT) {
-		if (had) {
+	old = xa_load(&sp_memcg_merge, id);
+	if (!new) {
+		if (old) {
 			xa_erase(&sp_memcg_merge, id);
 			sp_policy_put();
 		}
 		goto out;
 	}
 	/* Counted before it can be seen. */
-	if (!had)
+	if (!old)
 		sp_policy_get();
-	err = xa_err(xa_store(&sp_memcg_merge, id, xa_mk_value(merge),
-			      GFP_KERNEL));
-	if (err && !had)
-		sp_policy_put();
+	err = xa_err(xa_store(&sp_memcg_merge, id, new, GFP_KERNEL));
+	if (err) {
+		if (!old)
+			sp_policy_put();
+		kfree(new);
+		old = NULL;
+	}
 out:
 	mutex_unlock(&sp_policy_lock);
+	if (old)
+		kfree_rcu(old, rcu);
 	return err;
 }
 
@@ -585,15 +688,33 @@ out:
  * ksm_memcg_set - write a memory cgroup's memory.ksm
  * @memcg: the memory cgroup, not the root
  * @merge: an enum ksm_memcg_merge
+ * @cred: the writer's credentials, those the file was opened with
  *
- * Every process of @memcg and its descendants is worked out again.
+ * A writer without CAP_SYS_RESOURCE, as PR_SET_MEMORY_MERGE requires (the
+ * owner of a delegated subtree, to whom the file's mode lets it write),
+ * makes a delegated setting (DOC: Opt-in). Every process of @memcg and
+ * its descendants is worked out again.
  *
  * Return: 0 or -ENOMEM.
  */
-int ksm_memcg_set(struct mem_cgroup *memcg, int merge)
+int ksm_memcg_set(struct mem_cgroup *memcg, int merge,
+		  const struct cred *cred)
 {
-	int err = sp_memcg_store(memcg, merge);
+	struct sp_memcg_setting *s = NULL;
+	int err;
 
+	if (merge != KSM_MEMCG_DEFAULT) {
+		s = kmalloc(sizeof(*s), GFP_KERNEL);
+		if (!s)
+			return -ENOMEM;
+		s->merge = merge;
+		s->delegated = security_capable(cred, &init_user_ns,
+						CAP_SYS_RESOURCE,
+						CAP_OPT_NOAUDIT) != 0;
+		s->uid = cred->fsuid;
+		s->gid = cred->fsgid;
+	}
+	err = sp_memcg_store(memcg, s);
 	if (!err)
 		mem_cgroup_scan_tasks(memcg, sp_policy_task, NULL);
 	return err;
@@ -605,7 +726,7 @@ int ksm_memcg_set(struct mem_cgroup *memcg, int merge)
  */
 void ksm_memcg_offline(struct mem_cgroup *memcg)
 {
-	sp_memcg_store(memcg, KSM_MEMCG_DEFAULT);
+	sp_memcg_store(memcg, NULL);
 }
 
 /**
