@@ -58,6 +58,12 @@
  *             writer's extra CPU, per page and full scan.
  *   volatile  VOLATILE_PAGES identical pages that a writer keeps changing:
  *             ksmd CPU per scanned page, and nothing may merge.
+ *   zero_only 64k unique pages, scanned in the full mode and with
+ *             zero_pages_only (samepage's; absent on stock):
+ *             zero_only_scan_vs_full, ksmd CPU per page scanned, and
+ *             zero_only_metadata_vs_full, slab grown per page of the
+ *             workload, the zero-only mode's over the full mode's;
+ *             zero_only_metadata, the zero-only mode's in bytes.
  *   scale     what a process's mappings cost: fork_kill_{400,2000}_recover,
  *             guest seconds until ksmd completes two full scans after
  *             N forked sharers of one KSM page are killed;
@@ -1016,6 +1022,61 @@ static void bench_unique(size_t pages, const char *name, bool huge)
 	stop_kids(&k);
 }
 
+/*
+ * One mode's cost on 64k unique pages: ksmd's CPU per page scanned over
+ * MEASURE_SCANS full scans after the first, into *@ns, and the slab KSM
+ * grew per page of the workload, into *@bytes. False on failure.
+ */
+static bool zero_only_cost(int zero_only, double *ns, double *bytes)
+{
+	struct job job = { 65536, FILL_UNIQUE, false };
+	struct sample a, b;
+	struct kids k;
+	long slab0, scans;
+	bool ok = false;
+
+	if (!reset() || ksm_write("zero_pages_only", zero_only) ||
+	    !start_kids(&k, 1, &job))
+		return false;
+	slab0 = slab_bytes();
+	scans = ksm_read("full_scans");
+	if (call(&k, 0, 'm', NULL) != 'k')
+		fail("zero_only: madvise failed");
+	else if (wait_scans_until(scans + 1)) {
+		sample(&a);
+		if (wait_scans_until(a.scans + MEASURE_SCANS)) {
+			sample(&b);
+			*ns = ns_per_page(&a, &b);
+			*bytes = (double)(slab_bytes() - slab0) / job.pages;
+			ok = *ns > 0 && slab0 >= 0;
+		}
+	}
+	stop_kids(&k);
+	ksm_write("zero_pages_only", 0);
+	return ok;
+}
+
+/*
+ * zero_pages_only (samepage's; nothing on stock) against the full mode,
+ * both in this run on the same unique pages: ksmd's CPU per page scanned
+ * and the memory KSM keeps per page, as ratios, and the latter in bytes.
+ */
+static void bench_zero_only(void)
+{
+	double full_ns, full_b, zero_ns, zero_b;
+
+	if (ksm_read("zero_pages_only") < 0)
+		return;
+	printf("# zero_only: 65536 unique pages, full mode and zero only\n");
+	if (!zero_only_cost(0, &full_ns, &full_b) ||
+	    !zero_only_cost(1, &zero_ns, &zero_b))
+		return;
+	metric("zero_only_scan_vs_full", zero_ns / full_ns, "ratio");
+	metric("zero_only_metadata", zero_b, "B/page");
+	if (full_b > 0)
+		metric("zero_only_metadata_vs_full", zero_b / full_b, "ratio");
+}
+
 static void bench_volatile(void)
 {
 	struct job job = { VOLATILE_PAGES, FILL_VOLATILE, false };
@@ -1362,6 +1423,8 @@ int main(void)
 			bench_writers();
 		if (row("volatile"))
 			bench_volatile();
+		if (row("zero_only"))
+			bench_zero_only();
 		if (row("fork_kill")) {
 			bench_fork_kill(400, "fork_kill_400_recover");
 			bench_fork_kill(2000, "fork_kill_2000_recover");

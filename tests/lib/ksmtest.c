@@ -239,7 +239,7 @@ static const char *const settings[] = {
 	"advisor_max_pages_to_scan", "advisor_target_scan_time",
 	"merge_across_nodes", "max_page_sharing", "merge_domain",
 	"use_fresh_pages", "protect_after_scans", "thp_split_min",
-	"use_zero_pages", "merge_all",
+	"use_zero_pages", "zero_pages_only", "merge_all",
 	"smart_scan", "stable_node_chains_prune_millisecs",
 	"sleep_millisecs", "pages_to_scan", "run",
 };
@@ -305,6 +305,8 @@ static const struct {
 	{ "thp_split_min", "64", true },
 	/* samepage's host-wide opt-in: off, as in mainline. */
 	{ "merge_all", "0", true },
+	/* samepage's zero-pages-only mode: off, as in mainline. */
+	{ "zero_pages_only", "0", true },
 	{ "sleep_millisecs", "0", false },
 	{ "pages_to_scan", "1000", false },
 };

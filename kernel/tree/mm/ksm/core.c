@@ -28,6 +28,7 @@ unsigned int sp_sleep_ms = 20;
 unsigned int sp_max_page_sharing = 256;
 bool sp_merge_across_nodes = true;
 bool sp_use_zero_pages;
+bool sp_zero_pages_only;
 bool sp_smart_scan = true;
 unsigned int sp_protect_after = 2;
 unsigned int sp_thp_split_min = 64;

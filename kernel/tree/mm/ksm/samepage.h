@@ -468,6 +468,7 @@ extern unsigned int sp_sleep_ms;
 extern unsigned int sp_max_page_sharing;
 extern bool sp_merge_across_nodes;
 extern bool sp_use_zero_pages;
+extern bool sp_zero_pages_only;
 extern bool sp_smart_scan;
 extern unsigned int sp_protect_after;
 extern unsigned int sp_thp_split_min;

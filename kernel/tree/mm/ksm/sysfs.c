@@ -165,6 +165,20 @@ static ssize_t sp_store_bool(const char *buf, size_t count, bool *val)
 	return count;
 }
 
+/* Boolean setting sp_<_name>, which ksmd reads with READ_ONCE(). */
+#define SP_BOOL_ATTR(_name)						\
+static ssize_t _name##_show(struct kobject *k, struct kobj_attribute *a, \
+			    char *buf)					\
+{									\
+	return sysfs_emit(buf, "%u\n", READ_ONCE(sp_##_name));	\
+}									\
+static ssize_t _name##_store(struct kobject *k, struct kobj_attribute *a, \
+			     const char *buf, size_t count)		\
+{									\
+	return sp_store_bool(buf, count, &sp_##_name);		\
+}									\
+SP_ATTR_RW(_name)
+
 static ssize_t sleep_millisecs_show(struct kobject *k,
 				    struct kobj_attribute *a, char *buf)
 {
@@ -319,19 +333,9 @@ static ssize_t max_page_sharing_store(struct kobject *k,
 }
 SP_ATTR_RW(max_page_sharing);
 
-static ssize_t use_zero_pages_show(struct kobject *k,
-				   struct kobj_attribute *a, char *buf)
-{
-	return sysfs_emit(buf, "%u\n", READ_ONCE(sp_use_zero_pages));
-}
+SP_BOOL_ATTR(use_zero_pages);
 
-static ssize_t use_zero_pages_store(struct kobject *k,
-				    struct kobj_attribute *a,
-				    const char *buf, size_t count)
-{
-	return sp_store_bool(buf, count, &sp_use_zero_pages);
-}
-SP_ATTR_RW(use_zero_pages);
+SP_BOOL_ATTR(zero_pages_only);
 
 static ssize_t use_fresh_pages_show(struct kobject *k,
 				    struct kobj_attribute *a, char *buf)
@@ -357,18 +361,7 @@ static ssize_t use_fresh_pages_store(struct kobject *k,
 }
 SP_ATTR_RW(use_fresh_pages);
 
-static ssize_t smart_scan_show(struct kobject *k, struct kobj_attribute *a,
-			       char *buf)
-{
-	return sysfs_emit(buf, "%u\n", READ_ONCE(sp_smart_scan));
-}
-
-static ssize_t smart_scan_store(struct kobject *k, struct kobj_attribute *a,
-				const char *buf, size_t count)
-{
-	return sp_store_bool(buf, count, &sp_smart_scan);
-}
-SP_ATTR_RW(smart_scan);
+SP_BOOL_ATTR(smart_scan);
 
 /* Still scans before ksmd protects a page (walk.c); 0: never, nor watch. */
 static ssize_t protect_after_scans_show(struct kobject *k,
@@ -548,7 +541,8 @@ SP_ADVISOR_ATTR(advisor_target_scan_time, 1);
 static struct attribute *sp_attrs[] = {
 	/* What ksmd does, and how fast. */
 	SP_A(run), SP_A(pages_to_scan), SP_A(sleep_millisecs),
-	SP_A(smart_scan), SP_A(use_zero_pages), SP_A(max_page_sharing),
+	SP_A(smart_scan), SP_A(use_zero_pages), SP_A(zero_pages_only),
+	SP_A(max_page_sharing),
 #ifdef CONFIG_NUMA
 	SP_A(merge_across_nodes),
 #endif

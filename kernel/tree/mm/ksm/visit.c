@@ -20,11 +20,13 @@
  * Layering (see samepage.h): calls into core.c, fresh.c, index.c, knode.c,
  * merge.c, rmap.c, thp.c.
  */
+#include <linux/highmem.h>
 #include <linux/mm.h>
 #include <linux/pagewalk.h>
 #include <linux/rmap.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
+#include <linux/string.h>
 #include <linux/swap.h>
 
 #include "../internal.h"
@@ -274,6 +276,44 @@ static bool sp_try_zero(struct sp_slot *slot, unsigned long addr,
 	}
 	mmap_read_unlock(slot->mm);
 	return !err;
+}
+
+/* Is @page all zeroes? Read up to its first byte that is not. */
+static bool sp_page_is_zero(struct page *page)
+{
+	void *addr = kmap_local_page(page);
+	bool zero = !memchr_inv(addr, 0, PAGE_SIZE);
+
+	kunmap_local(addr);
+	return zero;
+}
+
+/*
+ * A visit under zero_pages_only: an all-zero page becomes the zero page of
+ * its address, and nothing is kept of any page, neither hash nor state
+ * word, so a page that is not zero costs the read of its first bytes that
+ * are not. The merge compares the page in full under write protection, so
+ * a page written since it was read is not merged. A state word from before
+ * the mode was set is forgotten.
+ */
+static void sp_visit_zero_only(struct sp_slot *slot, unsigned long addr,
+			       struct page *page, void *entry)
+{
+	struct vm_area_struct *vma;
+	int err;
+
+	if (entry)
+		sp_entry_set(slot, addr >> PAGE_SHIFT, NULL);
+	if (!sp_page_is_zero(page) || !sp_may_merge(page))
+		return;
+	mmap_read_lock(slot->mm);
+	vma = sp_mergeable_vma(slot->mm, addr);
+	if (vma) {
+		err = sp_merge_into(vma, page, ZERO_PAGE(addr), false);
+		trace_ksm_merge_one_page(page_to_pfn(ZERO_PAGE(addr)), NULL,
+					 slot->mm, err);
+	}
+	mmap_read_unlock(slot->mm);
 }
 
 /* Map @kfolio, the KSM folio of @node, in place of @page. */
@@ -682,6 +722,10 @@ static bool sp_visit_page(struct sp_slot *slot, unsigned long addr,
 	}
 	if (folio_test_ksm(folio)) {
 		sp_adopt(slot, addr, folio);
+		return true;
+	}
+	if (READ_ONCE(sp_zero_pages_only)) {
+		sp_visit_zero_only(slot, addr, page, entry);
 		return true;
 	}
 	st = entry ? xa_to_value(entry) : 0;

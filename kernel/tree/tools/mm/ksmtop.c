@@ -57,6 +57,7 @@ enum field {
 	F_MAX_KERNEL_PAGES,
 	F_KERNEL_PAGES_ALLOCATED,
 	F_MERGE_ALL,
+	F_ZERO_PAGES_ONLY,
 	NR_FIELDS
 };
 
@@ -82,6 +83,7 @@ static const char * const field_name[NR_FIELDS] = {
 	[F_MAX_KERNEL_PAGES] = "max_kernel_pages",
 	[F_KERNEL_PAGES_ALLOCATED] = "kernel_pages_allocated",
 	[F_MERGE_ALL] = "merge_all",
+	[F_ZERO_PAGES_ONLY] = "zero_pages_only",
 };
 
 /* KSM's figures of one process, or their sums over one cgroup. */
@@ -674,10 +676,12 @@ static void print_text(const struct sample *s, const struct rates *r,
 	printf("  pages_unshared %s  pages_volatile %s\n",
 	       num(c, sizeof(c), v[F_PAGES_UNSHARED]),
 	       num(d, sizeof(d), v[F_PAGES_VOLATILE]));
-	printf("          ksm_zero_pages %s  max_kernel_pages %s  merge_all %s\n",
+	printf("          ksm_zero_pages %s  max_kernel_pages %s  merge_all %s",
 	       num(a, sizeof(a), v[F_KSM_ZERO_PAGES]),
 	       num(b, sizeof(b), v[F_MAX_KERNEL_PAGES]),
 	       num(c, sizeof(c), v[F_MERGE_ALL]));
+	printf("  zero_pages_only %s\n",
+	       num(a, sizeof(a), v[F_ZERO_PAGES_ONLY]));
 	printf("saved     %s  saved_bytes %s  general_profit %s\n",
 	       bytes(a, sizeof(a), saved_bytes(s) == NA ? NAN :
 		     (double)saved_bytes(s)),
