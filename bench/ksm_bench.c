@@ -1044,8 +1044,10 @@ static bool zero_only_cost(int zero_only, double *ns, double *bytes)
 		fail("zero_only: madvise failed");
 	else if (wait_scans_until(scans + 1)) {
 		sample(&a);
+		prof_begin();
 		if (wait_scans_until(a.scans + MEASURE_SCANS)) {
 			sample(&b);
+			prof_end(zero_only ? "zero_only" : "zero_only_full");
 			*ns = ns_per_page(&a, &b);
 			*bytes = (double)(slab_bytes() - slab0) / job.pages;
 			ok = *ns > 0 && slab0 >= 0;

@@ -209,6 +209,16 @@ static bool sp_folio_watchable(struct folio *folio, int extra)
 }
 
 /*
+ * Does the walk clean or protect pages at all? Not with
+ * protect_after_scans=0, nor under zero_pages_only, whose visits keep no
+ * state word for a clean page to save a read of.
+ */
+static bool sp_cleans_pages(void)
+{
+	return READ_ONCE(sp_protect_after) && !READ_ONCE(sp_zero_pages_only);
+}
+
+/*
  * What the walk knows of the small page at @addr, mapped by @pte (PTE
  * lock held) to @folio in a VMA where sp_vma_clean_skip(), with @e its
  * entry; @watch: sp_dirty_tracks() of the mm, which adds
@@ -236,7 +246,7 @@ static u8 sp_clean_state(void *e, pte_t pte, unsigned long addr,
 				       SP_FOUND_CLEAN : SP_FOUND_WP);
 		return soft | SP_FOUND_UNSURE;
 	}
-	if (!READ_ONCE(sp_protect_after))
+	if (!sp_cleans_pages())
 		return soft;
 	if (watch)
 		return soft | (!e || sp_st_still(st) ? SP_FOUND_WANT : 0);
@@ -583,12 +593,12 @@ static u16 sp_huge_state(struct sp_found *f, void *e, unsigned long addr,
 /*
  * May the walk @f clean the subpages of the THPs of @walk's VMA? Only
  * ksmd's walk of a watched mm whose VMA it may trust, unless
- * protect_after_scans=0.
+ * sp_cleans_pages() says no.
  */
 static bool sp_huge_watch(struct sp_found *f, struct mm_walk *walk)
 {
 	return f->thp_cleaned && sp_vma_clean_skip(walk->vma) &&
-	       sp_dirty_tracks(walk->mm) && READ_ONCE(sp_protect_after);
+	       sp_dirty_tracks(walk->mm) && sp_cleans_pages();
 }
 
 /*
