@@ -48,9 +48,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-#if defined(__x86_64__) || defined(__i386__)
-#include <x86intrin.h>
-#endif
 
 #include "ksmtest.h"
 
@@ -97,15 +94,6 @@ struct board {
 
 static struct board *bd;
 
-static unsigned long long cycles(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	return __rdtsc();
-#else
-	return (unsigned long long)(monotonic_seconds() * 1e9);
-#endif
-}
-
 /* Content of candidate @i in trial @t. */
 static void fill_candidate(char *page, int t, int i)
 {
@@ -128,9 +116,9 @@ static int guess_write(char *const *cand)
 	unsigned long long t[G], t0;
 
 	for (int i = 0; i < G; i++) {
-		t0 = cycles();
+		t0 = cycle_count();
 		*(volatile char *)(cand[i] + 64) = 0x5a;
-		t[i] = cycles() - t0;
+		t[i] = cycle_count() - t0;
 	}
 	return slowest(t, G);
 }

@@ -36,9 +36,6 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#if defined(__x86_64__) || defined(__i386__)
-#include <x86intrin.h>
-#endif
 
 #include "ksmtest.h"
 
@@ -61,15 +58,6 @@ struct board {
 };
 
 static struct board *bd;
-
-static unsigned long long cycles(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	return __rdtsc();
-#else
-	return (unsigned long long)(monotonic_seconds() * 1e9);
-#endif
-}
 
 /* Content of candidate @i in trial @t. */
 static void fill_candidate(char *page, int t, int i)
@@ -116,9 +104,9 @@ static int attacker(int cmd_fd, int reply_fd)
 		} else {	/* 'm': time one write to each page */
 			best = 0;
 			for (int i = 0; i < G; i++) {
-				t0 = cycles();
+				t0 = cycle_count();
 				*(volatile char *)(bd->cand[i] + 64) = 0x5a;
-				t1 = cycles();
+				t1 = cycle_count();
 				bd->cycles[i] = t1 - t0;
 				if (bd->cycles[i] > bd->cycles[best])
 					best = i;

@@ -21,6 +21,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#endif
+
 #include "ksmtest.h"
 
 size_t page_size = 4096;
@@ -343,6 +347,15 @@ double monotonic_seconds(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+unsigned long long cycle_count(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	return __rdtsc();
+#else
+	return (unsigned long long)(monotonic_seconds() * 1e9);
+#endif
 }
 
 bool ksm_wait_scans_until(long target, double seconds)

@@ -129,6 +129,8 @@ int write_file(const char *path, const char *s);
 int write_file_trunc(const char *path, const char *s);
 /* Seconds on CLOCK_MONOTONIC. */
 double monotonic_seconds(void);
+/* The CPU's cycle counter (x86), else monotonic nanoseconds. */
+unsigned long long cycle_count(void);
 /* The value of "key value" line @key in file @path; -1 if absent. */
 long key_value(const char *path, const char *key);
 /* The value of line "@key:" of /proc/meminfo, in kB; -1 if absent. */

@@ -312,7 +312,7 @@ static bool sp_memcg_covers(const struct sp_memcg_setting *s,
 /*
  * What the memory cgroups of @mm's owner say (DOC: Opt-in): the nearest
  * setting decides, but a delegated 1 only for the processes it covers,
- * and only if no delegated 0 above it comes first.
+ * and any 0 above it overrides it.
  */
 static int sp_memcg_says(struct mm_struct *mm)
 {

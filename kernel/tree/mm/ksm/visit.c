@@ -250,23 +250,16 @@ static bool sp_may_merge(struct page *page)
 }
 
 /*
- * An all-zero page becomes the zero page of its address, when so
- * configured: tried only for a page whose hash is the zero page's, and
- * traced at every attempt with the zero page's pfn. The visit is done
- * when it merged or the VMA has gone. Its entry stays, not a candidate,
- * until the next pass's walk finds no page at the address and forgets it;
- * till then ksm_rmap_items in /proc/PID/ksm_stat counts it.
+ * Map the zero page of @addr in place of @page, traced at every attempt
+ * with the zero page's pfn; true when merged or the VMA has gone.
  */
-static bool sp_try_zero(struct sp_slot *slot, unsigned long addr,
-			struct page *page, bool held, u64 hash)
+static bool sp_merge_zero(struct sp_slot *slot, unsigned long addr,
+			  struct page *page, bool held)
 {
 	struct page *zero = ZERO_PAGE(addr);
 	struct vm_area_struct *vma;
 	int err = 0;
 
-	if (!READ_ONCE(sp_use_zero_pages) ||
-	    hash != (sp_zero_hash & SP_HASH_MASK) || !sp_may_merge(page))
-		return false;
 	mmap_read_lock(slot->mm);
 	vma = sp_mergeable_vma(slot->mm, addr);
 	if (vma) {
@@ -276,6 +269,23 @@ static bool sp_try_zero(struct sp_slot *slot, unsigned long addr,
 	}
 	mmap_read_unlock(slot->mm);
 	return !err;
+}
+
+/*
+ * An all-zero page becomes the zero page of its address, when so
+ * configured: tried only for a page whose hash is the zero page's. The
+ * visit is done when it merged or the VMA has gone. Its entry stays, not
+ * a candidate, until the next pass's walk finds no page at the address
+ * and forgets it; till then ksm_rmap_items in /proc/PID/ksm_stat counts
+ * it.
+ */
+static bool sp_try_zero(struct sp_slot *slot, unsigned long addr,
+			struct page *page, bool held, u64 hash)
+{
+	if (!READ_ONCE(sp_use_zero_pages) ||
+	    hash != (sp_zero_hash & SP_HASH_MASK) || !sp_may_merge(page))
+		return false;
+	return sp_merge_zero(slot, addr, page, held);
 }
 
 /* Is @page all zeroes? Read up to its first byte that is not. */
@@ -299,21 +309,10 @@ static bool sp_page_is_zero(struct page *page)
 static void sp_visit_zero_only(struct sp_slot *slot, unsigned long addr,
 			       struct page *page, void *entry)
 {
-	struct vm_area_struct *vma;
-	int err;
-
 	if (entry)
 		sp_entry_set(slot, addr >> PAGE_SHIFT, NULL);
-	if (!sp_page_is_zero(page) || !sp_may_merge(page))
-		return;
-	mmap_read_lock(slot->mm);
-	vma = sp_mergeable_vma(slot->mm, addr);
-	if (vma) {
-		err = sp_merge_into(vma, page, ZERO_PAGE(addr), false);
-		trace_ksm_merge_one_page(page_to_pfn(ZERO_PAGE(addr)), NULL,
-					 slot->mm, err);
-	}
-	mmap_read_unlock(slot->mm);
+	if (sp_page_is_zero(page) && sp_may_merge(page))
+		sp_merge_zero(slot, addr, page, false);
 }
 
 /* Map @kfolio, the KSM folio of @node, in place of @page. */
