@@ -64,6 +64,18 @@
  *             zero_only_metadata_vs_full, slab grown per page of the
  *             workload, the zero-only mode's over the full mode's;
  *             zero_only_metadata, the zero-only mode's in bytes.
+ *   estimate  estimate (samepage's; absent on stock) on the clones, the
+ *             VM-like memory on huge pages and 64k unique pages:
+ *             estimate_{clones,vmlike}_vs_real, the saving it counted
+ *             over the saving the merge that follows makes;
+ *             estimate_unique_{pages,real}, both for unique pages (0);
+ *             estimate_scan_vs_full, its ksmd CPU per page scanned on
+ *             the unique pages over the full mode's.
+ *   pressure  pressure_only (samepage's; absent on stock) on an idle
+ *             guest: 64k unique pages at mainline's default pace, ksmd's
+ *             CPU per hour with run=1 (pressure_idle_run_cpu) and with
+ *             pressure_only and nothing short (pressure_idle_cpu), and
+ *             pressure_idle_vs_run, their ratio.
  *   scale     what a process's mappings cost: fork_kill_{400,2000}_recover,
  *             guest seconds until ksmd completes two full scans after
  *             N forked sharers of one KSM page are killed;
@@ -130,6 +142,7 @@
 #define MADV_MERGE	26		/* samepage's merge on request */
 #endif
 #define MEASURE_SCANS	3
+#define PRESSURE_IDLE_S	20.0	/* guest seconds each mode idles */
 #define SERIES_STEP	0.1		/* seconds between series samples */
 #define WAIT_LIMIT	900.0		/* guest seconds, any single wait */
 
@@ -1080,6 +1093,152 @@ static void bench_zero_only(void)
 		metric("zero_only_metadata_vs_full", zero_b / full_b, "ratio");
 }
 
+/*
+ * One workload under estimate, then merged for real: the saving estimate's
+ * last complete pass counted (estimated_pages_sharing + estimated_zero_pages)
+ * into *@est, ksmd's CPU per page scanned in estimate mode over
+ * MEASURE_SCANS full scans into *@ns, and the saving the merge then makes
+ * (pages_sharing + ksm_zero_pages, once a full scan adds nothing) into
+ * *@real. False on failure.
+ */
+static bool estimate_then_merge(struct job *job, int kids, const char *name,
+				double *est, double *ns, double *real)
+{
+	long scans, saved = -1, last;
+	struct sample a, b;
+	bool ok = false;
+	struct kids k;
+
+	if (!reset() || ksm_write("estimate", 1) ||
+	    !start_kids(&k, kids, job))
+		return false;
+	scans = ksm_read("full_scans");
+	if (!call_all(&k, 'm')) {
+		fail("%s: madvise failed", name);
+		goto out;
+	}
+	/* Two complete passes make the estimate; measure the next ones. */
+	if (!wait_scans_until(scans + 3))
+		goto out;
+	sample(&a);
+	prof_begin();
+	if (!wait_scans_until(a.scans + MEASURE_SCANS))
+		goto out;
+	sample(&b);
+	prof_end(name);
+	*ns = ns_per_page(&a, &b);
+	*est = ksm_read("estimated_pages_sharing") +
+	       ksm_read("estimated_zero_pages");
+	if (ksm_read("pages_sharing") || ksm_read("pages_shared"))
+		fail("%s: merged under estimate", name);
+	if (ksm_write("estimate", 0))
+		goto out;
+	/* Merged when a full scan adds nothing, VM_SCANS scans at least. */
+	scans = b.scans + VM_SCANS;
+	do {
+		last = saved;
+		if (!wait_scans_until(++b.scans))
+			goto out;
+		saved = ksm_read("pages_sharing") + ksm_read("ksm_zero_pages");
+	} while (b.scans < scans || saved != last);
+	*real = saved;
+	ok = true;
+out:
+	stop_kids(&k);
+	ksm_write("estimate", 0);
+	ksm_write("run", 2);
+	return ok;
+}
+
+/*
+ * estimate (samepage's; nothing on stock): what it says a workload would
+ * save, over what merging it then saves, for the clones, VM-like memory on
+ * huge pages and unique pages (which would save nothing); and its ksmd CPU
+ * per page scanned on the unique pages over the full mode's.
+ */
+static void bench_estimate(void)
+{
+	struct job clones = { CLONE_PAGES, FILL_CLONE, false };
+	struct job vmlike = { VM_PAGES, FILL_VMLIKE, true };
+	struct job unique = { 65536, FILL_UNIQUE, false };
+	double est, ns, real, full_ns, full_b;
+
+	if (ksm_read("estimate") < 0)
+		return;
+	printf("# estimate: clones, thp_vmlike, 65536 unique pages\n");
+	if (estimate_then_merge(&clones, CLONE_KIDS, "estimate_clones", &est,
+				&ns, &real) && real > 0)
+		metric("estimate_clones_vs_real", est / real, "ratio");
+	if (estimate_then_merge(&vmlike, VM_KIDS, "estimate_vmlike", &est,
+				&ns, &real) && real > 0)
+		metric("estimate_vmlike_vs_real", est / real, "ratio");
+	if (!estimate_then_merge(&unique, 1, "estimate_unique", &est, &ns,
+				 &real))
+		return;
+	metric("estimate_unique_pages", est, "pages");
+	metric("estimate_unique_real", real, "pages");
+	if (zero_only_cost(0, &full_ns, &full_b) && full_ns > 0)
+		metric("estimate_scan_vs_full", ns / full_ns, "ratio");
+}
+
+/* ksmd's CPU seconds over @seconds of guest time from now. */
+static double ksmd_cpu_over(double seconds)
+{
+	struct sample a, b;
+
+	sample(&a);
+	while (monotonic_seconds() - a.t < seconds)
+		usleep(100000);
+	sample(&b);
+	return cpu_seconds(&a, &b);
+}
+
+/*
+ * pressure_only (samepage's; nothing on stock) on an idle host: 64k unique
+ * pages registered and scanned to a steady state at mainline's default
+ * pace (pages_to_scan 100, sleep_millisecs 20, smart_scan 1), then ksmd's
+ * CPU over PRESSURE_IDLE_S guest seconds with run=1 and with pressure_only
+ * and nothing short, scaled to an hour, and their ratio.
+ */
+static void bench_pressure(void)
+{
+	struct job job = { 65536, FILL_UNIQUE, false };
+	double run_cpu, idle_cpu;
+	struct kids k;
+	long scans;
+
+	if (ksm_read("pressure_only") < 0)
+		return;
+	printf("# pressure: 65536 idle unique pages, run=1 and pressure_only\n");
+	if (!reset() || ksm_write("pages_to_scan", 100) ||
+	    ksm_write("sleep_millisecs", 20) || ksm_write("smart_scan", 1) ||
+	    !start_kids(&k, 1, &job))
+		return;
+	scans = ksm_read("full_scans");
+	if (call(&k, 0, 'm', NULL) != 'k') {
+		fail("pressure: madvise failed");
+		goto out;
+	}
+	if (!wait_scans_until(scans + 2))
+		goto out;
+	run_cpu = ksmd_cpu_over(PRESSURE_IDLE_S);
+	if (ksm_write("pressure_only", 1))
+		goto out;
+	idle_cpu = ksmd_cpu_over(PRESSURE_IDLE_S);
+	if (ksm_read("pressure_level"))
+		fail("pressure: level %ld on an idle guest",
+		     ksm_read("pressure_level"));
+	metric("pressure_idle_run_cpu", run_cpu * 3600 / PRESSURE_IDLE_S,
+	       "s/h");
+	metric("pressure_idle_cpu", idle_cpu * 3600 / PRESSURE_IDLE_S, "s/h");
+	if (run_cpu > 0)
+		metric("pressure_idle_vs_run", idle_cpu / run_cpu, "ratio");
+out:
+	ksm_write("pressure_only", 0);
+	stop_kids(&k);
+	ksm_write("run", 2);
+}
+
 static void bench_volatile(void)
 {
 	struct job job = { VOLATILE_PAGES, FILL_VOLATILE, false };
@@ -1428,6 +1587,10 @@ int main(void)
 			bench_volatile();
 		if (row("zero_only"))
 			bench_zero_only();
+		if (row("estimate"))
+			bench_estimate();
+		if (row("pressure"))
+			bench_pressure();
 		if (row("fork_kill")) {
 			bench_fork_kill(400, "fork_kill_400_recover");
 			bench_fork_kill(2000, "fork_kill_2000_recover");

@@ -41,7 +41,9 @@ static const char *const sysfs_keys[] = {
 	"pages_scanned", "pages_shared", "pages_sharing", "pages_unshared",
 	"pages_volatile", "pages_skipped", "ksm_zero_pages", "general_profit",
 	"stable_node_chains", "stable_node_dups", "max_kernel_pages",
-	"kernel_pages_allocated", "merge_all", "zero_pages_only",
+	"kernel_pages_allocated", "merge_all", "zero_pages_only", "estimate",
+	"estimated_pages_sharing", "estimated_zero_pages", "pressure_only",
+	"pressure_level",
 };
 
 /* The sysfs values the text screen shows under their names. */
@@ -50,7 +52,9 @@ static const char *const text_keys[] = {
 	"merge_across_nodes", "use_zero_pages", "smart_scan", "full_scans",
 	"pages_scanned", "pages_shared", "pages_sharing", "pages_unshared",
 	"pages_volatile", "ksm_zero_pages", "max_kernel_pages",
-	"general_profit", "merge_all", "zero_pages_only",
+	"general_profit", "merge_all", "zero_pages_only", "estimate",
+	"estimated_pages_sharing", "estimated_zero_pages", "pressure_only",
+	"pressure_level",
 };
 
 /* The figures of a process (or cgroup) as ksm_stat and ksmtop name them. */

@@ -243,7 +243,8 @@ static const char *const settings[] = {
 	"advisor_max_pages_to_scan", "advisor_target_scan_time",
 	"merge_across_nodes", "max_page_sharing", "merge_domain",
 	"use_fresh_pages", "protect_after_scans", "thp_split_min",
-	"use_zero_pages", "zero_pages_only", "merge_all",
+	"use_zero_pages", "zero_pages_only", "estimate", "pressure_only",
+	"merge_all",
 	"smart_scan", "stable_node_chains_prune_millisecs",
 	"sleep_millisecs", "pages_to_scan", "run",
 };
@@ -311,6 +312,10 @@ static const struct {
 	{ "merge_all", "0", true },
 	/* samepage's zero-pages-only mode: off, as in mainline. */
 	{ "zero_pages_only", "0", true },
+	/* samepage's estimate mode (count, merge nothing): off. */
+	{ "estimate", "0", true },
+	/* samepage's pressure mode (scan only mms short of memory): off. */
+	{ "pressure_only", "0", true },
 	{ "sleep_millisecs", "0", false },
 	{ "pages_to_scan", "1000", false },
 };

@@ -29,6 +29,8 @@ unsigned int sp_max_page_sharing = 256;
 bool sp_merge_across_nodes = true;
 bool sp_use_zero_pages;
 bool sp_zero_pages_only;
+bool sp_estimate;
+bool sp_pressure_only;
 bool sp_smart_scan = true;
 unsigned int sp_protect_after = 2;
 unsigned int sp_thp_split_min = 64;
@@ -75,6 +77,33 @@ struct sp_slot *sp_slot_of(struct mm_struct *mm)
 {
 	lockdep_assert_held(&sp_slots_lock);
 	return rhashtable_lookup_fast(&sp_mm_table, &mm, sp_mm_params);
+}
+
+/**
+ * sp_slot_get - the slot of an id, kept by its mm's users
+ * @id: the slot id, as a candidate entry or a sharer names it
+ * @of: if not NULL, the slot whose merge domain the slot must be of
+ * @t: the slot, or NULL if it has gone
+ * @other: whether the slot is of another domain than @of
+ *
+ * A slot with no entry left may be freed by __ksm_exit() at any time:
+ * the mm's users, counted here, keep it.
+ *
+ * Return: the slot's mm, its users counted (mmput_async() it), or NULL if
+ * the slot has gone, its mm exits, or it is of another domain than @of.
+ */
+struct mm_struct *sp_slot_get(unsigned int id, const struct sp_slot *of,
+			      struct sp_slot **t, bool *other)
+{
+	struct mm_struct *mm = NULL;
+
+	spin_lock(&sp_slots_lock);
+	*t = xa_load(&sp_slot_ids, id);
+	*other = *t && of && (*t)->dom != of->dom;
+	if (*t && !*other && mmget_not_zero((*t)->mm))
+		mm = (*t)->mm;
+	spin_unlock(&sp_slots_lock);
+	return mm;
 }
 
 /**

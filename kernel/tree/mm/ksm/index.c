@@ -600,7 +600,7 @@ bool sp_probe_insert(struct sp_probe *p, unsigned int id, unsigned long vpn,
 /*
  * The stable table: an array of buckets by the key's hash, each a
  * red-black tree of KSM pages ordered by key, then domain, then content.
- * Keys are keyed hashes (47 bits on 64-bit, 64 on 32-bit), so equal keys
+ * Keys are keyed hashes (46 bits on 64-bit, 64 on 32-bit), so equal keys
  * of different content are a matter of luck; but should a bucket ever
  * fill with one key, its content order still keeps every lookup at
  * O(log n) page compares. A node's place does not change while it is
@@ -755,8 +755,8 @@ static struct sp_knode *sp_stable_walk(struct sp_stable_table *t, u64 key,
  * @page: the page, referenced
  *
  * The pages are compared only where two heads share the key and domain.
- * The only head of a key is returned uncompared: a keyed hash of 47 bits
- * or more makes another content under that key a matter of 2^-47 luck,
+ * The only head of a key is returned uncompared: a keyed hash of 46 bits
+ * or more makes another content under that key a matter of 2^-46 luck,
  * and the merge compares the pages in full, write-protected, before it
  * maps the KSM page; so a wrong head would cost a failed merge, never
  * content.

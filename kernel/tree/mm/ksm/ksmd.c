@@ -10,7 +10,8 @@
  * passes them (knode.c). Everything ksmd does is under sp_mutex.
  *
  * Layering (see samepage.h): calls into advisor.c, core.c, domain.c,
- * index.c, knode.c, merge.c, thp.c, visit.c, walk.c.
+ * estimate.c, index.c, knode.c, merge.c, pressure.c, thp.c, visit.c,
+ * walk.c.
  */
 #include <linux/freezer.h>
 #include <linux/kthread.h>
@@ -65,6 +66,7 @@ static void sp_pass_end(void)
 {
 	sp_advisor_pass_end();
 	sp_thp_pass_end();
+	sp_est_pass_end();
 	trace_ksm_stop_scan(sp_stats.full_scans, sp_stats.tracked);
 	sp_stats.full_scans++;
 }
@@ -80,6 +82,33 @@ static bool sp_mm_mergeable(struct mm_struct *mm)
 		if (vma->vm_flags & VM_MERGEABLE)
 			return true;
 	return false;
+}
+
+/* Move the cursor to the slot after @slot, or between passes. */
+static void sp_cursor_past(struct sp_slot *slot)
+{
+	lockdep_assert_held(&sp_slots_lock);
+	sp_cur.slot = list_is_last(&slot->list, &sp_slots) ? NULL :
+		      list_next_entry(slot, list);
+	sp_cur.addr = 0;
+	sp_cur.saw_vma = false;
+	sp_cur.thp_cleaned = 0;
+}
+
+/*
+ * Is the rest of @slot passed over, under pressure_only, its mm
+ * not short of memory (pressure.c)? Not an exited mm's: what ksmd knows
+ * of it is forgotten as ever.
+ */
+static bool sp_passes_over(struct sp_slot *slot)
+{
+	if (!READ_ONCE(sp_pressure_only) ||
+	    !atomic_read(&slot->mm->mm_users) || !sp_pressure_skips(slot->mm))
+		return false;
+	spin_lock(&sp_slots_lock);
+	sp_cursor_past(slot);
+	spin_unlock(&sp_slots_lock);
+	return true;
 }
 
 /*
@@ -111,11 +140,7 @@ static void sp_slot_done(struct sp_slot *slot)
 		clear_bit(MMF_VM_MERGEABLE, &mm->flags);
 	}
 	spin_lock(&sp_slots_lock);
-	sp_cur.slot = list_is_last(&slot->list, &sp_slots) ? NULL :
-		      list_next_entry(slot, list);
-	sp_cur.addr = 0;
-	sp_cur.saw_vma = false;
-	sp_cur.thp_cleaned = 0;
+	sp_cursor_past(slot);
 	if (gone)
 		sp_slot_unlink(slot);
 	spin_unlock(&sp_slots_lock);
@@ -151,6 +176,8 @@ static bool sp_gather(struct sp_slot **slotp, unsigned int max)
 	if (!sp_cur.slot && !sp_pass_begin())
 		return false;
 	while ((slot = sp_cur.slot)) {
+		if (sp_passes_over(slot))
+			continue;
 		if (!sp_cur.addr)
 			sp_domain_enter(slot);
 		mmap_read_lock(slot->mm);
@@ -356,7 +383,7 @@ int sp_unmerge_all(void)
  */
 static void sp_idle(void)
 {
-	unsigned int ms = READ_ONCE(sp_sleep_ms);
+	unsigned int ms = sp_pressure_idle_ms(READ_ONCE(sp_sleep_ms));
 
 	if (!sp_should_run())
 		wait_event_freezable(sp_thread_wait,
@@ -364,7 +391,7 @@ static void sp_idle(void)
 	else
 		wait_event_freezable_timeout(sp_thread_wait,
 					     kthread_should_stop() ||
-					     READ_ONCE(sp_sleep_ms) != ms,
+					     sp_pressure_idle_ms(READ_ONCE(sp_sleep_ms)) != ms,
 					     msecs_to_jiffies(ms));
 	cond_resched();
 }
@@ -380,16 +407,34 @@ static void sp_split_left(void)
 		sp_mutex_yield();
 }
 
+/*
+ * Whether ksmd scans now, and in *@pages how many pages: pages_to_scan,
+ * or under pressure_only as much of it as memory pressure asks for; none
+ * (it stands down) while no mm is short.
+ */
+static bool sp_batch_pages(unsigned int *pages)
+{
+	*pages = READ_ONCE(sp_pages_to_scan);
+	if (!READ_ONCE(sp_pressure_only)) {
+		WRITE_ONCE(sp_pressure_level, 0);
+		return true;
+	}
+	*pages = sp_pressure_budget(*pages, sp_cur.slot);
+	return *pages;
+}
+
 static int sp_ksmd(void *unused)
 {
+	unsigned int pages;
+
 	set_user_nice(current, 5);
 	set_freezable();
 	do {
 		scoped_guard(mutex, &sp_mutex) {
-			if (sp_should_run()) {
-				sp_scan_batch(READ_ONCE(sp_pages_to_scan));
+			if (sp_should_run() && sp_batch_pages(&pages)) {
+				sp_scan_batch(pages);
 				sp_split_left();
-				sp_sweep(READ_ONCE(sp_pages_to_scan));
+				sp_sweep(pages);
 			}
 		}
 		sp_idle();

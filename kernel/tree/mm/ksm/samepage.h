@@ -48,6 +48,7 @@
  *   folio: rmap walks, migration, swap-in, memory failure.
  * - index.c: the keyed page hash, the page compare, and both tables.
  * - advisor.c: the scan-time advisor, which retunes pages_to_scan.
+ * - pressure.c: how short of memory an mm is, for pressure_only.
  * - thp.c: when a large folio is worth splitting to merge its pages,
  *   and splitting what a pass left of THPs merged in part.
  * - walk.c: finding the next pages to visit, a page table at a time.
@@ -56,6 +57,7 @@
  * - knode.c: the entries of the slots' xarrays, the sharers of a node,
  *   and the life of a node.
  * - merge.c: write-protecting, merging and unsharing pages.
+ * - estimate.c: counting what merging would save, merging nothing.
  * - hotplug.c: dropping the nodes of memory that goes offline.
  * - visit.c: the visit of each page, the per-page state machine.
  * - request.c: merging a range now, in the caller's context (MADV_MERGE).
@@ -150,6 +152,11 @@
  *	@gen stays (&struct sp_found); under sp_mutex
  * @visiting: the vpn sp_visit() is at, plus one; 0 between visits; under
  *	sp_mutex
+ * @est: under estimate, the mm's pages that a merge would map to a KSM
+ *	page or the zero page, counted by the passes numbered @est_pass,
+ *	two passes in turn by parity (estimate.c); written by ksmd under
+ *	sp_mutex, read without it
+ * @est_pass: the pass each of @est counts
  *
  * A slot lives from the mm's first request to merge until ksmd finds the
  * mm exited or without a mergeable VMA, or __ksm_exit() finds nothing of
@@ -167,6 +174,8 @@ struct sp_slot {
 	u64 dom;
 	unsigned long gen;
 	unsigned long visiting;
+	unsigned long est[2];
+	unsigned long est_pass[2];
 };
 
 /**
@@ -331,13 +340,13 @@ static inline unsigned long sp_loc_addr(u64 loc)
  * and its protection back-off (walk.c, DOC: Protecting pages).
  *
  * An xarray value holds BITS_PER_LONG - 1 bits: on 64-bit the word keeps
- * 47 bits of the hash, on 32-bit 15. The hash serves as a shortcut only:
+ * 46 bits of the hash, on 32-bit 14. The hash serves as a shortcut only:
  * it picks the candidates to compare and tells a changed page from an
  * unchanged one, and every merge is confirmed by comparing the pages in
  * full under write protection. So the fewer bits of 32-bit cost it extra
  * compares, never content.
  */
-#define SP_ST_HASH_BITS		(BITS_PER_LONG - 17)
+#define SP_ST_HASH_BITS		(BITS_PER_LONG - 18)
 #define SP_ST_HASH_MASK		GENMASK_ULL(SP_ST_HASH_BITS - 1, 0)
 #define SP_ST_CAND		BIT(SP_ST_HASH_BITS)
 #define SP_ST_WP		BIT(SP_ST_HASH_BITS + 1)
@@ -351,7 +360,9 @@ static inline unsigned long sp_loc_addr(u64 loc)
 #define SP_ST_LEVEL_SHIFT	(SP_ST_STILL_SHIFT + SP_ST_STILL_BITS)
 #define SP_ST_LEVEL_BITS	2
 #define SP_ST_LEVEL_MAX		GENMASK(SP_ST_LEVEL_BITS - 1, 0)
-static_assert(SP_ST_LEVEL_SHIFT + SP_ST_LEVEL_BITS <= BITS_PER_LONG - 1);
+/* Under estimate: a candidate that a later page of this pass matched. */
+#define SP_ST_MATCHED		BIT(SP_ST_LEVEL_SHIFT + SP_ST_LEVEL_BITS)
+static_assert(SP_ST_LEVEL_SHIFT + SP_ST_LEVEL_BITS + 1 <= BITS_PER_LONG - 1);
 /* What a visit carries over from the word before it. */
 #define SP_ST_CARRY		(SP_ST_WP | \
 				 GENMASK(SP_ST_LEVEL_SHIFT + \
@@ -359,10 +370,10 @@ static_assert(SP_ST_LEVEL_SHIFT + SP_ST_LEVEL_BITS <= BITS_PER_LONG - 1);
 					 SP_ST_STILL_SHIFT))
 
 /*
- * The hash ksmd indexes pages by: on 64-bit the 47 bits a state word
+ * The hash ksmd indexes pages by: on 64-bit the 46 bits a state word
  * keeps, so that a page known not to have changed is looked up by its
  * state word without being read again (walk.c); among 2^30 pages that
- * leaves about four thousand pairs of unequal pages sharing a hash, each
+ * leaves about eight thousand pairs of unequal pages sharing a hash, each
  * costing a compare. On 32-bit the state word keeps too few bits for
  * that, so every visit reads the page and the index keeps all 64 bits.
  */
@@ -469,6 +480,8 @@ extern unsigned int sp_max_page_sharing;
 extern bool sp_merge_across_nodes;
 extern bool sp_use_zero_pages;
 extern bool sp_zero_pages_only;
+extern bool sp_estimate;
+extern bool sp_pressure_only;
 extern bool sp_smart_scan;
 extern unsigned int sp_protect_after;
 extern unsigned int sp_thp_split_min;
@@ -515,6 +528,12 @@ static inline bool sp_protect_due(unsigned long st)
 
 	return after && !sp_st_wp(st) && sp_st_still(st) >= after;
 }
+
+/* pressure.c: pressure_only, scanning while memory is short. */
+extern unsigned int sp_pressure_level;
+unsigned int sp_pressure_budget(unsigned int pages, struct sp_slot *slot);
+bool sp_pressure_skips(struct mm_struct *mm);
+unsigned int sp_pressure_idle_ms(unsigned int ms);
 
 /* thp.c: all under sp_mutex. Largest thp_split_min: every page of a THP. */
 #define SP_THP_SPLIT_MAX	512
@@ -579,6 +598,8 @@ int sp_slot_link(struct sp_slot *slot, struct list_head *before);
 void sp_slot_unlink(struct sp_slot *slot);
 void sp_slot_discard(struct sp_slot *slot);
 void sp_slot_free(struct sp_slot *slot);
+struct mm_struct *sp_slot_get(unsigned int id, const struct sp_slot *of,
+			      struct sp_slot **t, bool *other);
 
 /*
  * The slot of a sharer's mm. A linked sharer's slot lives until the
@@ -924,6 +945,26 @@ static inline u64 sp_key(struct sp_slot *slot, u64 hash)
 {
 	return hash ^ slot->salt;
 }
+
+/* estimate.c: estimate, counting what merging would save. */
+
+/**
+ * struct sp_est_figures - what a pass of estimate found would merge
+ * @shared: KSM pages a merge would make (estimated_pages_shared)
+ * @sharing: further pages that would map them (estimated_pages_sharing)
+ * @zero: all-zero pages that would map the zero page
+ *	(estimated_zero_pages)
+ */
+struct sp_est_figures {
+	unsigned long shared;
+	unsigned long sharing;
+	unsigned long zero;
+};
+
+extern struct sp_est_figures sp_est_shown;
+void sp_est_visit(struct sp_slot *slot, unsigned long addr,
+		  struct page *page, void *entry);
+void sp_est_pass_end(void);
 
 /* fresh.c: use_fresh_pages. */
 extern bool sp_use_fresh_pages;

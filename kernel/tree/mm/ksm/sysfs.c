@@ -6,7 +6,7 @@
  * the per-process profit shown in /proc/PID/ksm_stat.
  *
  * Layering (see samepage.h): calls into advisor.c, core.c, domain.c,
- * fresh.c, index.c, knode.c, ksmd.c.
+ * estimate.c, fresh.c, index.c, knode.c, ksmd.c, pressure.c.
  */
 #include <linux/kobject.h>
 #include <linux/ksm.h>
@@ -337,6 +337,40 @@ SP_BOOL_ATTR(use_zero_pages);
 
 SP_BOOL_ATTR(zero_pages_only);
 
+SP_BOOL_ATTR(estimate);
+
+/* A new value takes effect at once, not after a stand-down's long sleep. */
+static ssize_t pressure_only_show(struct kobject *k, struct kobj_attribute *a,
+				  char *buf)
+{
+	return sysfs_emit(buf, "%u\n", READ_ONCE(sp_pressure_only));
+}
+
+static ssize_t pressure_only_store(struct kobject *k, struct kobj_attribute *a,
+				   const char *buf, size_t count)
+{
+	ssize_t ret = sp_store_bool(buf, count, &sp_pressure_only);
+
+	wake_up_interruptible(&sp_thread_wait);
+	return ret;
+}
+SP_ATTR_RW(pressure_only);
+
+SP_COUNTER(pressure_level, READ_ONCE(sp_pressure_level));
+
+/*
+ * What pages_shared, pages_sharing and ksm_zero_pages would be once all
+ * that estimate's last complete pass found merges (estimate.c): what is
+ * merged now and what the pass counted besides; 0 while estimate is off.
+ */
+#define SP_ESTIMATED(_name, _now, _field)				\
+	SP_COUNTER(_name, READ_ONCE(sp_estimate) ?			\
+			  (_now) + READ_ONCE(sp_est_shown._field) : 0)
+
+SP_ESTIMATED(estimated_pages_shared, READ_ONCE(sp_stats.shared), shared);
+SP_ESTIMATED(estimated_pages_sharing, READ_ONCE(sp_stats.sharing), sharing);
+SP_ESTIMATED(estimated_zero_pages, atomic_long_read(&ksm_zero_pages), zero);
+
 static ssize_t use_fresh_pages_show(struct kobject *k,
 				    struct kobj_attribute *a, char *buf)
 {
@@ -548,7 +582,7 @@ static struct attribute *sp_attrs[] = {
 #endif
 	SP_A(stable_node_chains_prune_millisecs), SP_A(max_kernel_pages),
 	SP_A(merge_domain), SP_A(use_fresh_pages), SP_A(protect_after_scans),
-	SP_A(thp_split_min),
+	SP_A(thp_split_min), SP_A(estimate), SP_A(pressure_only),
 	SP_A(advisor_mode), SP_A(advisor_max_cpu),
 	SP_A(advisor_min_pages_to_scan), SP_A(advisor_max_pages_to_scan),
 	SP_A(advisor_target_scan_time),
@@ -558,7 +592,9 @@ static struct attribute *sp_attrs[] = {
 	SP_A(pages_volatile), SP_A(ksm_zero_pages), SP_A(general_profit),
 	SP_A(stable_node_chains), SP_A(stable_node_dups),
 	SP_A(kernel_pages_allocated), SP_A(huge_pages_split),
-	SP_A(huge_pages_kept),
+	SP_A(huge_pages_kept), SP_A(estimated_pages_shared),
+	SP_A(estimated_pages_sharing), SP_A(estimated_zero_pages),
+	SP_A(pressure_level),
 	NULL,
 };
 

@@ -17,8 +17,8 @@
  * mmap_lock of the mm it works in for reading, around direct calls into
  * merge.c.
  *
- * Layering (see samepage.h): calls into core.c, fresh.c, index.c, knode.c,
- * merge.c, rmap.c, thp.c.
+ * Layering (see samepage.h): calls into core.c, estimate.c, fresh.c,
+ * index.c, knode.c, merge.c, rmap.c, thp.c.
  */
 #include <linux/highmem.h>
 #include <linux/mm.h>
@@ -517,26 +517,6 @@ static bool sp_merge_either(struct sp_slot *slot, unsigned long addr,
 			     key);
 }
 
-/*
- * The slot of id @id, in *@t, with its mm's users counted, which keeps
- * the slot: its mm, or NULL if the slot has gone, its mm exits, or it is
- * of another merge domain than slot @of (then *@other), if @of is given.
- */
-static struct mm_struct *sp_slot_get(unsigned int id,
-				     const struct sp_slot *of,
-				     struct sp_slot **t, bool *other)
-{
-	struct mm_struct *mm = NULL;
-
-	spin_lock(&sp_slots_lock);
-	*t = xa_load(&sp_slot_ids, id);
-	*other = *t && of && (*t)->dom != of->dom;
-	if (*t && !*other && mmget_not_zero((*t)->mm))
-		mm = (*t)->mm;
-	spin_unlock(&sp_slots_lock);
-	return mm;
-}
-
 /* What became of a candidate that a probe offered. */
 enum sp_pair {
 	SP_PAIR_DONE,		/* merged, or undone: this visit is done */
@@ -721,6 +701,12 @@ static bool sp_visit_page(struct sp_slot *slot, unsigned long addr,
 	}
 	if (folio_test_ksm(folio)) {
 		sp_adopt(slot, addr, folio);
+		return true;
+	}
+	/* Under estimate nothing merges, not even on request. */
+	if (READ_ONCE(sp_estimate)) {
+		if (!now)
+			sp_est_visit(slot, addr, page, entry);
 		return true;
 	}
 	if (READ_ONCE(sp_zero_pages_only)) {

@@ -211,11 +211,13 @@ static bool sp_folio_watchable(struct folio *folio, int extra)
 /*
  * Does the walk clean or protect pages at all? Not with
  * protect_after_scans=0, nor under zero_pages_only, whose visits keep no
- * state word for a clean page to save a read of.
+ * state word for a clean page to save a read of, nor under estimate,
+ * which changes no page table.
  */
 static bool sp_cleans_pages(void)
 {
-	return READ_ONCE(sp_protect_after) && !READ_ONCE(sp_zero_pages_only);
+	return READ_ONCE(sp_protect_after) && !READ_ONCE(sp_zero_pages_only) &&
+	       !READ_ONCE(sp_estimate);
 }
 
 /*

@@ -58,6 +58,11 @@ enum field {
 	F_KERNEL_PAGES_ALLOCATED,
 	F_MERGE_ALL,
 	F_ZERO_PAGES_ONLY,
+	F_ESTIMATE,
+	F_ESTIMATED_PAGES_SHARING,
+	F_ESTIMATED_ZERO_PAGES,
+	F_PRESSURE_ONLY,
+	F_PRESSURE_LEVEL,
 	NR_FIELDS
 };
 
@@ -84,6 +89,11 @@ static const char * const field_name[NR_FIELDS] = {
 	[F_KERNEL_PAGES_ALLOCATED] = "kernel_pages_allocated",
 	[F_MERGE_ALL] = "merge_all",
 	[F_ZERO_PAGES_ONLY] = "zero_pages_only",
+	[F_ESTIMATE] = "estimate",
+	[F_ESTIMATED_PAGES_SHARING] = "estimated_pages_sharing",
+	[F_ESTIMATED_ZERO_PAGES] = "estimated_zero_pages",
+	[F_PRESSURE_ONLY] = "pressure_only",
+	[F_PRESSURE_LEVEL] = "pressure_level",
 };
 
 /* KSM's figures of one process, or their sums over one cgroup. */
@@ -682,6 +692,13 @@ static void print_text(const struct sample *s, const struct rates *r,
 	       num(c, sizeof(c), v[F_MERGE_ALL]));
 	printf("  zero_pages_only %s\n",
 	       num(a, sizeof(a), v[F_ZERO_PAGES_ONLY]));
+	printf("modes     estimate %s  estimated_pages_sharing %s  estimated_zero_pages %s\n",
+	       num(a, sizeof(a), v[F_ESTIMATE]),
+	       num(b, sizeof(b), v[F_ESTIMATED_PAGES_SHARING]),
+	       num(c, sizeof(c), v[F_ESTIMATED_ZERO_PAGES]));
+	printf("          pressure_only %s  pressure_level %s\n",
+	       num(a, sizeof(a), v[F_PRESSURE_ONLY]),
+	       num(b, sizeof(b), v[F_PRESSURE_LEVEL]));
 	printf("saved     %s  saved_bytes %s  general_profit %s\n",
 	       bytes(a, sizeof(a), saved_bytes(s) == NA ? NAN :
 		     (double)saved_bytes(s)),
