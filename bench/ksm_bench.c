@@ -1254,8 +1254,10 @@ static void bench_volatile(void)
 		fail("volatile: madvise failed");
 	if (wait_scans_until(scans + 1)) {
 		sample(&a);
+		prof_begin();
 		if (wait_scans_until(a.scans + MEASURE_SCANS)) {
 			sample(&b);
+			prof_end("volatile");
 			metric("volatile_scan", ns_per_page(&a, &b),
 			       "ns/page");
 			metric("volatile_merged",
