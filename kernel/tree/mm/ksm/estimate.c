@@ -277,6 +277,8 @@ unsigned long ksm_estimated_pages(struct mm_struct *mm)
  * ksm_estimating - whether estimate is set
  *
  * /proc/PID/ksm_stat and memory.ksm_stat show the estimate only then.
+ *
+ * Return: true while /sys/kernel/mm/ksm/estimate is 1.
  */
 bool ksm_estimating(void)
 {
