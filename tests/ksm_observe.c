@@ -19,6 +19,9 @@
  *   observe_pageout   pagemap's present bit after MADV_PAGEOUT of every
  *                     candidate: reclaim passes over a page another
  *                     process maps (skipped without swap);
+ *   observe_move_pages move_pages(2) of each candidate to the other NUMA
+ *                     node: MPOL_MF_MOVE refuses (-EACCES) a page that
+ *                     another process maps (skipped with one node);
  *   observe_ksm_stat  ksm_merging_pages in /proc/self/ksm_stat;
  *   observe_counters  pages_sharing in /sys/kernel/mm/ksm, world-readable;
  *   observe_memcg     memory.current of its own cgroup: a page that merged
@@ -47,6 +50,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "ksmtest.h"
@@ -173,6 +177,38 @@ static int guess_pageout(char *const *cand)
 	return 0;
 }
 
+#define MPOL_MF_MOVE	(1 << 1)
+
+/*
+ * move_pages(2) with MPOL_MF_MOVE moves only pages no other process maps:
+ * the candidate it refuses (-EACCES) is the merged one. Each candidate is
+ * asked to go to the node it is not on, one call a candidate.
+ */
+static int guess_move_pages(char *const *cand)
+{
+	int node, status;
+	void *page;
+
+	for (int i = 0; i < G; i++) {
+		page = cand[i];
+		status = -1;
+		if (syscall(__NR_move_pages, 0, 1, &page, NULL, &status, 0) ||
+		    status < 0)
+			continue;
+		node = !status;
+		if (!syscall(__NR_move_pages, 0, 1, &page, &node, &status,
+			     MPOL_MF_MOVE) && status == -EACCES)
+			return i;
+	}
+	return 0;
+}
+
+/* Has the guest a second NUMA node with memory to move pages to? */
+static bool have_two_nodes(void)
+{
+	return !access("/sys/devices/system/node/node1", F_OK);
+}
+
 static long count_ksm_stat(void)
 {
 	return ksm_stat(0, "ksm_merging_pages");
@@ -220,12 +256,14 @@ static bool fell(long before, long after)
 }
 
 static const struct channel channels[] = {
-		{ "observe_write", PER_PAGE, .guess = guess_write },
+	{ "observe_write", PER_PAGE, .guess = guess_write },
 	{ "observe_pagemap", PER_PAGE, .guess = guess_pagemap },
 	{ "observe_smaps", PER_PAGE, .guess = guess_smaps },
 	{ "observe_vmstat", PER_PAGE, .guess = guess_vmstat },
 	{ "observe_pageout", PER_PAGE, .guess = guess_pageout,
 	  .available = have_swap },
+	{ "observe_move_pages", PER_PAGE, .guess = guess_move_pages,
+	  .available = have_two_nodes },
 	{ "observe_ksm_stat", COUNT, .count = count_ksm_stat, .moved = rose },
 	{ "observe_counters", COUNT, .count = count_counters, .moved = rose },
 	{ "observe_memcg", COUNT, .count = count_memcg, .moved = fell },
