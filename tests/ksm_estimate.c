@@ -144,31 +144,12 @@ static bool near(long got, long want)
 	return labs(got - want) * 100 <= labs(want) * TOL_PCT;
 }
 
-/* The value of line "@key N" of file @path; -1 if absent. */
-static long file_key(const char *path, const char *key)
-{
-	size_t len = strlen(key);
-	char line[128];
-	long val = -1;
-	FILE *f = fopen(path, "r");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, key, len) && line[len] == ' ') {
-			val = strtol(line + len + 1, NULL, 10);
-			break;
-		}
-	fclose(f);
-	return val;
-}
-
 static long cg_key(const char *cg, const char *key)
 {
 	char path[256];
 
 	snprintf(path, sizeof(path), "%s/memory.ksm_stat", cg);
-	return file_key(path, key);
+	return key_value(path, key);
 }
 
 static void fill_clone(int c)
@@ -629,40 +610,9 @@ out:
 	cgroup_remove(CG_P);
 }
 
-/* Pair j: pages 2j and 2j + 1, pattern (@seed, j). */
-static char *map_pairs(unsigned int seed)
-{
-	char *p = map_pages(2 * NPAIRS);
-
-	for (int j = 0; j < 2 * NPAIRS; j++)
-		fill_pattern(p + j * page_size, seed, j / 2);
-	return p;
-}
-
-static bool pairs_hold(const char *p, unsigned int seed)
-{
-	for (int j = 0; j < 2 * NPAIRS; j++)
-		if (!holds_pattern(p + j * page_size, seed, j / 2))
-			return false;
-	return true;
-}
-
-/* The pairs whose two pages share a frame. */
-static int pairs_shared(const char *p)
-{
-	int n = 0;
-
-	for (int j = 0; j < NPAIRS; j++) {
-		unsigned long a = page_pfn(p + 2 * j * page_size);
-
-		n += a && a == page_pfn(p + (2 * j + 1) * page_size);
-	}
-	return n;
-}
-
 static bool all_pairs_shared(void *arg)
 {
-	return pairs_shared(arg) == NPAIRS;
+	return pairs_shared(arg, NPAIRS) == NPAIRS;
 }
 
 /*
@@ -691,19 +641,19 @@ static void test_off_absent(void)
 	char *a, *b;
 
 	set_mode(0, "system", 0);
-	a = map_pairs(SEED_PAIRS);
+	a = map_pairs(NPAIRS, SEED_PAIRS);
 	CHECK(merge_pages(a, 2 * NPAIRS) == 0, "madvise");
 	CHECK(ksm_wait_until(all_pairs_shared, a, 20), "pairs merge");
 	/* Paused: the last pair's counters follow its page tables. */
 	CHECK(ksm_pause() == 0, "run=0");
 	check_off("merged", 2 * NPAIRS);
-	CHECK(pairs_hold(a, SEED_PAIRS), "content");
+	CHECK(pairs_hold(a, NPAIRS, SEED_PAIRS), "content");
 	CHECK(ksm_resume() == 0, "run=1");
 	munmap(a, 2 * NPAIRS * page_size);
 
 	/* New pairs, estimated; estimate=0 takes the figures away. */
 	CHECK(ksm_write("estimate", 1) == 0, "estimate=1");
-	b = map_pairs(SEED_PAIRS + 1);
+	b = map_pairs(NPAIRS, SEED_PAIRS + 1);
 	CHECK(merge_pages(b, 2 * NPAIRS) == 0, "madvise");
 	estimate_settle();
 	CHECK(near(ksm_stat(0, "ksm_estimated_pages"), 2 * NPAIRS),
@@ -715,13 +665,14 @@ static void test_off_absent(void)
 	CHECK(near(ksm_read("estimated_pages_sharing"), NPAIRS),
 	      "estimated_pages_sharing %ld, want %d",
 	      ksm_read("estimated_pages_sharing"), NPAIRS);
-	CHECK(pairs_shared(b) == 0, "%d pairs merged", pairs_shared(b));
+	CHECK(pairs_shared(b, NPAIRS) == 0, "%d pairs merged",
+	      pairs_shared(b, NPAIRS));
 	/* A merge on request merges nothing under estimate either. */
 	CHECK(ksm_resume() == 0, "run=1");
 	CHECK(madvise(b, 2 * NPAIRS * page_size, MADV_MERGE) == 0,
 	      "MADV_MERGE: %s", strerror(errno));
-	CHECK(pairs_shared(b) == 0, "%d pairs merged by MADV_MERGE",
-	      pairs_shared(b));
+	CHECK(pairs_shared(b, NPAIRS) == 0, "%d pairs merged by MADV_MERGE",
+	      pairs_shared(b, NPAIRS));
 	CHECK(ksm_pause() == 0, "run=0");
 	CHECK(ksm_write("estimate", 0) == 0, "estimate=0");
 	check_off("estimated, then estimate=0", KSM_ANY);
@@ -729,7 +680,7 @@ static void test_off_absent(void)
 	CHECK(ksm_wait_until(all_pairs_shared, b, 20), "new pairs merge");
 	CHECK(ksm_pause() == 0, "run=0");
 	check_off("new pairs merged", 2 * NPAIRS);
-	CHECK(pairs_hold(b, SEED_PAIRS + 1), "content");
+	CHECK(pairs_hold(b, NPAIRS, SEED_PAIRS + 1), "content");
 	CHECK(ksm_resume() == 0, "run=1");
 	munmap(b, 2 * NPAIRS * page_size);
 	ktap_result(checks_passed(), "%s", names[5]);

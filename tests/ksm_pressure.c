@@ -112,22 +112,12 @@ static struct tenant tn[NR_TENANTS] = {
 	[T_SCALES] = { .cg = CG_S, .t = T_SCALES },
 };
 
-/* Pair j: pages 2j and 2j + 1, pattern (@seed, j); mergeable. */
-static char *map_pairs(unsigned int seed)
+/* map_pairs(), made mergeable; NULL if madvise fails. */
+static char *map_mergeable_pairs(unsigned int seed)
 {
-	char *p = map_pages(2 * NPAIRS);
+	char *p = map_pairs(NPAIRS, seed);
 
-	for (int j = 0; j < 2 * NPAIRS; j++)
-		fill_pattern(p + j * page_size, seed, j / 2);
 	return merge_pages(p, 2 * NPAIRS) ? NULL : p;
-}
-
-static bool pairs_hold(const char *p, unsigned int seed)
-{
-	for (int j = 0; p && j < 2 * NPAIRS; j++)
-		if (!holds_pattern(p + j * page_size, seed, j / 2))
-			return false;
-	return true;
 }
 
 /*
@@ -154,7 +144,7 @@ static int tenant_main(void *arg, int i, int cmd_fd, int reply_fd)
 		return 1;
 	}
 	if (tt->pairs)
-		pairs[0] = map_pairs(tt->seed);
+		pairs[0] = map_mergeable_pairs(tt->seed);
 	if (tt->pairs && !pairs[0]) {
 		kid_reply(reply_fd, 'e');
 		return 1;
@@ -192,7 +182,7 @@ static int tenant_main(void *arg, int i, int cmd_fd, int reply_fd)
 			break;
 		case 'n':
 			if (!pairs[1])
-				pairs[1] = map_pairs(SEED_NEW);
+				pairs[1] = map_mergeable_pairs(SEED_NEW);
 			r = pairs[1] ? 'k' : 'x';
 			break;
 		case 'p':
@@ -203,8 +193,8 @@ static int tenant_main(void *arg, int i, int cmd_fd, int reply_fd)
 							 j * page_size) : 0;
 			break;
 		case 'c':
-			if (!pairs_hold(pairs[0], tt->seed) ||
-			    !pairs_hold(pairs[1], SEED_NEW) ||
+			if (!pairs_hold(pairs[0], NPAIRS, tt->seed) ||
+			    !pairs_hold(pairs[1], NPAIRS, SEED_NEW) ||
 			    pages_wrong(fill, filled, fseed + gen))
 				r = 'x';
 			break;
@@ -252,7 +242,7 @@ static void tenant_intact(struct tenant *tt)
 }
 
 /* The pairs of set @s of tenant @tt whose two pages share a frame. */
-static int pairs_shared(struct tenant *tt, int s)
+static int tenant_pairs_shared(struct tenant *tt, int s)
 {
 	const unsigned long *pfn = bd[tt->t].pfn[s];
 	char r = 0;
@@ -271,7 +261,7 @@ static int pairs_apart(struct tenant *tt, int s)
 	const unsigned long *pfn = bd[tt->t].pfn[s];
 	int n = 0;
 
-	if (pairs_shared(tt, s) < 0)
+	if (tenant_pairs_shared(tt, s) < 0)
 		return -1;
 	for (int j = 0; j < NPAIRS; j++)
 		n += pfn[2 * j] && pfn[2 * j + 1] &&
@@ -281,12 +271,12 @@ static int pairs_apart(struct tenant *tt, int s)
 
 static bool s_pairs_merged(void *arg)
 {
-	return pairs_shared(&tn[T_S], *(int *)arg) == NPAIRS;
+	return tenant_pairs_shared(&tn[T_S], *(int *)arg) == NPAIRS;
 }
 
 static bool r_pairs_merged(void *arg)
 {
-	return pairs_shared(&tn[T_R], 0) == NPAIRS;
+	return tenant_pairs_shared(&tn[T_R], 0) == NPAIRS;
 }
 
 /* memory.current of @cg, in pages; -1 if it cannot be read. */
@@ -410,7 +400,8 @@ static void test_targets(void)
 		  ksm_read("full_scans"), ksm_read("pressure_level"));
 	CHECK(pairs_apart(&tn[T_R], 0) == NPAIRS,
 	      "R: %d of %d pairs in two frames (%d shared)",
-	      pairs_apart(&tn[T_R], 0), NPAIRS, pairs_shared(&tn[T_R], 0));
+	      pairs_apart(&tn[T_R], 0), NPAIRS,
+	      tenant_pairs_shared(&tn[T_R], 0));
 	CHECK(ksm_stat(tn[T_R].k.pid[0], "ksm_rmap_items") == 0 &&
 	      ksm_stat(tn[T_R].k.pid[0], "ksm_merging_pages") == 0,
 	      "R: ksm_rmap_items %ld, ksm_merging_pages %ld",
@@ -527,9 +518,9 @@ static void test_stops_and_resumes(void)
 	CHECK(pairs_apart(&tn[T_S], 1) == NPAIRS,
 	      "S's new pairs: %d of %d in two frames",
 	      pairs_apart(&tn[T_S], 1), NPAIRS);
-	CHECK(pairs_shared(&tn[T_S], 0) == NPAIRS,
+	CHECK(tenant_pairs_shared(&tn[T_S], 0) == NPAIRS,
 	      "S's first pairs: %d of %d still merged",
-	      pairs_shared(&tn[T_S], 0), NPAIRS);
+	      tenant_pairs_shared(&tn[T_S], 0), NPAIRS);
 	tenant_intact(&tn[T_S]);
 
 	/* Short again: ksmd resumes, and the new pairs merge. */

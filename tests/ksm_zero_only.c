@@ -35,37 +35,6 @@ static const char *const names[] = {
 	"zero_only_merges_zeroes", "zero_only_switch", "zero_only_bad_input",
 };
 
-/* Pair j: pages 2j and 2j + 1, pattern (@seed, j). */
-static char *map_pairs(unsigned int seed)
-{
-	char *p = map_pages(2 * NPAIRS);
-
-	for (int j = 0; j < 2 * NPAIRS; j++)
-		fill_pattern(p + j * page_size, seed, j / 2);
-	return p;
-}
-
-static bool pairs_hold(const char *p, unsigned int seed)
-{
-	for (int j = 0; j < 2 * NPAIRS; j++)
-		if (!holds_pattern(p + j * page_size, seed, j / 2))
-			return false;
-	return true;
-}
-
-/* The pairs whose two pages share a frame. */
-static int pairs_shared(const char *p)
-{
-	int n = 0;
-
-	for (int j = 0; j < NPAIRS; j++) {
-		unsigned long a = page_pfn(p + 2 * j * page_size);
-
-		n += a && a == page_pfn(p + (2 * j + 1) * page_size);
-	}
-	return n;
-}
-
 static bool all_zero(const char *p, size_t pages)
 {
 	for (size_t i = 0; i < pages * page_size; i++)
@@ -92,7 +61,7 @@ static int on_zero_page(const char *p, size_t pages)
 
 static void test_merges_zeroes(void)
 {
-	char *z = map_pages(NZERO), *p = map_pairs(SEED);
+	char *z = map_pages(NZERO), *p = map_pairs(NPAIRS, SEED);
 
 	CHECK(ksm_write("zero_pages_only", 1) == 0, "zero_pages_only=1");
 	CHECK(merge_pages(z, NZERO) == 0 && merge_pages(p, 2 * NPAIRS) == 0,
@@ -103,14 +72,15 @@ static void test_merges_zeroes(void)
 	      NZERO);
 	CHECK(ksm_stat(0, "ksm_zero_pages") == NZERO, "ksm_zero_pages %ld",
 	      ksm_stat(0, "ksm_zero_pages"));
-	CHECK(pairs_shared(p) == 0 && ksm_read("pages_shared") == 0,
-	      "no pair merged (%d, pages_shared %ld)", pairs_shared(p),
+	CHECK(pairs_shared(p, NPAIRS) == 0 && ksm_read("pages_shared") == 0,
+	      "no pair merged (%d, pages_shared %ld)",
+	      pairs_shared(p, NPAIRS),
 	      ksm_read("pages_shared"));
 	CHECK(ksm_stat(0, "ksm_rmap_items") == 0 &&
 	      ksm_read("pages_unshared") == 0,
 	      "nothing tracked (ksm_rmap_items %ld, pages_unshared %ld)",
 	      ksm_stat(0, "ksm_rmap_items"), ksm_read("pages_unshared"));
-	CHECK(all_zero(z, NZERO) && pairs_hold(p, SEED), "content");
+	CHECK(all_zero(z, NZERO) && pairs_hold(p, NPAIRS, SEED), "content");
 	z[7] = 1;
 	CHECK(z[7] == 1 && all_zero(z + page_size, NZERO - 1),
 	      "a write to a zero-merged page");
@@ -121,7 +91,7 @@ static void test_merges_zeroes(void)
 
 static void test_switch(void)
 {
-	char *p = map_pairs(SEED), *q, *u = map_pages(NPAIRS);
+	char *p = map_pairs(NPAIRS, SEED), *q, *u = map_pages(NPAIRS);
 
 	for (int i = 0; i < NPAIRS; i++)
 		fill_page(u, i, SEED + 1);
@@ -132,19 +102,21 @@ static void test_switch(void)
 	CHECK(ksm_read("pages_unshared") > 0, "unique pages tracked");
 	CHECK(ksm_write("zero_pages_only", 1) == 0, "zero_pages_only=1");
 	CHECK(ksm_wait_scans(3), "scans");
-	CHECK(pairs_shared(p) == NPAIRS && pairs_hold(p, SEED),
-	      "merged pairs stay merged (%d)", pairs_shared(p));
+	CHECK(pairs_shared(p, NPAIRS) == NPAIRS &&
+	      pairs_hold(p, NPAIRS, SEED),
+	      "merged pairs stay merged (%d)", pairs_shared(p, NPAIRS));
 	CHECK(ksm_read("pages_unshared") == 0 &&
 	      ksm_stat(0, "ksm_rmap_items") == 2 * NPAIRS,
 	      "the rest forgotten (pages_unshared %ld, ksm_rmap_items %ld)",
 	      ksm_read("pages_unshared"), ksm_stat(0, "ksm_rmap_items"));
-	q = map_pairs(SEED + 2);
+	q = map_pairs(NPAIRS, SEED + 2);
 	CHECK(ksm_write("zero_pages_only", 0) == 0 &&
 	      merge_pages(q, 2 * NPAIRS) == 0, "full mode again");
 	CHECK(ksm_wait_counter("pages_sharing", 2 * NPAIRS),
 	      "new pairs merge");
-	CHECK(pairs_shared(q) == NPAIRS && pairs_hold(q, SEED + 2) &&
-	      pairs_hold(p, SEED), "content");
+	CHECK(pairs_shared(q, NPAIRS) == NPAIRS &&
+	      pairs_hold(q, NPAIRS, SEED + 2) && pairs_hold(p, NPAIRS, SEED),
+	      "content");
 	munmap(p, 2 * NPAIRS * page_size);
 	munmap(q, 2 * NPAIRS * page_size);
 	munmap(u, NPAIRS * page_size);

@@ -777,6 +777,35 @@ bool holds_pattern(const void *page, unsigned int seed, size_t n)
 	return true;
 }
 
+char *map_pairs(int n, unsigned int seed)
+{
+	char *p = map_pages(2 * n);
+
+	for (int j = 0; j < 2 * n; j++)
+		fill_pattern(p + j * page_size, seed, j / 2);
+	return p;
+}
+
+bool pairs_hold(const char *p, int n, unsigned int seed)
+{
+	for (int j = 0; p && j < 2 * n; j++)
+		if (!holds_pattern(p + j * page_size, seed, j / 2))
+			return false;
+	return true;
+}
+
+int pairs_shared(const char *p, int n)
+{
+	int shared = 0;
+
+	for (int j = 0; j < n; j++) {
+		unsigned long a = page_pfn(p + 2 * j * page_size);
+
+		shared += a && a == page_pfn(p + (2 * j + 1) * page_size);
+	}
+	return shared;
+}
+
 void fill_page(void *base, size_t index, unsigned int seed)
 {
 	fill_pattern((char *)base + index * page_size, seed, index);

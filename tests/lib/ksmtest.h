@@ -147,6 +147,15 @@ int mergeable_flag(const void *p);
 /* Fill the page at @page with the pattern (@seed, @n); does it hold it? */
 void fill_pattern(void *page, unsigned int seed, size_t n);
 bool holds_pattern(const void *page, unsigned int seed, size_t n);
+/*
+ * @n pairs of equal pages: pages 2j and 2j + 1 hold the pattern (@seed, j),
+ * every pair another. pairs_hold(): every page holds its pattern (true
+ * for no pairs, @p NULL); pairs_shared(): the pairs whose two pages share
+ * a frame, by this process's pagemap.
+ */
+char *map_pairs(int n, unsigned int seed);
+bool pairs_hold(const char *p, int n, unsigned int seed);
+int pairs_shared(const char *p, int n);
 /* Fill page @index of @base with the pattern (@seed, @index). */
 void fill_page(void *base, size_t index, unsigned int seed);
 /* Does page @index hold the pattern (@seed, @index)? */

@@ -28,11 +28,10 @@
  * slot (by pass parity, so that ending a pass costs nothing per slot),
  * summed over a cgroup by memcontrol.c.
  *
- * Layering (see samepage.h): calls into core.c, index.c, knode.c.
+ * Layering (see samepage.h): calls into core.c, index.c, knode.c, merge.c.
  */
 #include <linux/ksm.h>
 #include <linux/mm.h>
-#include <linux/pagewalk.h>
 #include <linux/sched/mm.h>
 
 #include "samepage.h"
@@ -72,25 +71,20 @@ static unsigned long sp_est_pages(struct sp_slot *slot)
 
 /*
  * Is @page, which may be mapped more than once, the page at @vpn of @mm
- * too? Looked up under @mm's mmap_lock and the PTE lock.
+ * too, a frame the two share since fork, whose merge would save nothing?
  */
 static bool sp_est_same_frame(struct mm_struct *mm, unsigned long vpn,
 			      struct page *page)
 {
-	unsigned long addr = vpn << PAGE_SHIFT;
-	struct vm_area_struct *vma;
-	struct folio_walk fw;
-	bool same = false;
+	struct page *tpage;
+	bool same;
 
 	if (!folio_likely_mapped_shared(page_folio(page)))
 		return false;
-	mmap_read_lock(mm);
-	vma = vma_lookup(mm, addr);
-	if (vma && folio_walk_start(&fw, vma, addr, 0)) {
-		same = fw.page == page;
-		folio_walk_end(&fw, vma);
-	}
-	mmap_read_unlock(mm);
+	tpage = sp_get_page_at(mm, vpn << PAGE_SHIFT);
+	same = tpage == page;
+	if (tpage)
+		put_page(tpage);
 	return same;
 }
 

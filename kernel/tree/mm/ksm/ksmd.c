@@ -415,10 +415,8 @@ static void sp_split_left(void)
 static bool sp_batch_pages(unsigned int *pages)
 {
 	*pages = READ_ONCE(sp_pages_to_scan);
-	if (!READ_ONCE(sp_pressure_only)) {
-		WRITE_ONCE(sp_pressure_level, 0);
+	if (!READ_ONCE(sp_pressure_only))
 		return true;
-	}
 	*pages = sp_pressure_budget(*pages, sp_cur.slot);
 	return *pages;
 }

@@ -69,6 +69,55 @@ struct vm_area_struct *sp_mergeable_vma(struct mm_struct *mm,
 	return vma;
 }
 
+/* May a page of @folio be paired: anonymous, not KSM yet, ordinary memory? */
+static bool sp_folio_pairable(struct folio *folio)
+{
+	return folio_test_anon(folio) && !folio_test_ksm(folio) &&
+	       !folio_is_zone_device(folio);
+}
+
+/*
+ * The page mapped at @addr of @vma if it may be paired, referenced, or
+ * NULL; mmap_lock held, the PTE lock taken by the folio walk.
+ */
+static struct page *sp_pairable_page(struct vm_area_struct *vma,
+				     unsigned long addr)
+{
+	struct folio_walk fw;
+	struct folio *folio = folio_walk_start(&fw, vma, addr, 0);
+	struct page *page;
+
+	if (!folio)
+		return NULL;
+	page = sp_folio_pairable(folio) ? fw.page : NULL;
+	if (page)
+		folio_get(folio);
+	folio_walk_end(&fw, vma);
+	return page;
+}
+
+/**
+ * sp_get_page_at - the page at an address, if it may be paired
+ * @mm: the mm, whose users the caller counts
+ * @addr: the address, in a mergeable VMA
+ *
+ * Takes @mm's mmap_lock for reading, and the PTE lock in the folio walk.
+ *
+ * Return: the page, referenced, if it is anonymous, not KSM and ordinary
+ * memory; else NULL.
+ */
+struct page *sp_get_page_at(struct mm_struct *mm, unsigned long addr)
+{
+	struct vm_area_struct *vma;
+	struct page *page;
+
+	mmap_read_lock(mm);
+	vma = sp_mergeable_vma(mm, addr);
+	page = vma ? sp_pairable_page(vma, addr) : NULL;
+	mmap_read_unlock(mm);
+	return page;
+}
+
 /* Is the page at @addr mapped from KSM: a KSM folio or KSM's zero page? */
 static bool sp_maps_ksm(struct vm_area_struct *vma, unsigned long addr)
 {

@@ -986,6 +986,7 @@ struct folio *sp_node_folio_try(struct sp_knode *node, bool lock);
 bool sp_vma_compatible(struct vm_area_struct *vma);
 struct vm_area_struct *sp_mergeable_vma(struct mm_struct *mm,
 					unsigned long addr);
+struct page *sp_get_page_at(struct mm_struct *mm, unsigned long addr);
 int sp_unshare(struct vm_area_struct *vma, unsigned long addr);
 int sp_unshare_range(struct vm_area_struct *vma, unsigned long start,
 		     unsigned long end);

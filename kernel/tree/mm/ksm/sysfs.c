@@ -165,7 +165,11 @@ static ssize_t sp_store_bool(const char *buf, size_t count, bool *val)
 	return count;
 }
 
-/* Boolean setting sp_<_name>, which ksmd reads with READ_ONCE(). */
+/*
+ * Boolean setting sp_<_name>, which ksmd reads with READ_ONCE(); ksmd is
+ * woken, so that a new value takes effect at once, not after a long sleep
+ * (pressure_only's stand-down).
+ */
 #define SP_BOOL_ATTR(_name)						\
 static ssize_t _name##_show(struct kobject *k, struct kobj_attribute *a, \
 			    char *buf)					\
@@ -175,7 +179,10 @@ static ssize_t _name##_show(struct kobject *k, struct kobj_attribute *a, \
 static ssize_t _name##_store(struct kobject *k, struct kobj_attribute *a, \
 			     const char *buf, size_t count)		\
 {									\
-	return sp_store_bool(buf, count, &sp_##_name);		\
+	ssize_t ret = sp_store_bool(buf, count, &sp_##_name);	\
+									\
+	wake_up_interruptible(&sp_thread_wait);				\
+	return ret;							\
 }									\
 SP_ATTR_RW(_name)
 
@@ -339,24 +346,11 @@ SP_BOOL_ATTR(zero_pages_only);
 
 SP_BOOL_ATTR(estimate);
 
-/* A new value takes effect at once, not after a stand-down's long sleep. */
-static ssize_t pressure_only_show(struct kobject *k, struct kobj_attribute *a,
-				  char *buf)
-{
-	return sysfs_emit(buf, "%u\n", READ_ONCE(sp_pressure_only));
-}
+SP_BOOL_ATTR(pressure_only);
 
-static ssize_t pressure_only_store(struct kobject *k, struct kobj_attribute *a,
-				   const char *buf, size_t count)
-{
-	ssize_t ret = sp_store_bool(buf, count, &sp_pressure_only);
-
-	wake_up_interruptible(&sp_thread_wait);
-	return ret;
-}
-SP_ATTR_RW(pressure_only);
-
-SP_COUNTER(pressure_level, READ_ONCE(sp_pressure_level));
+/* The level ksmd last scanned at under pressure_only; 0 without it. */
+SP_COUNTER(pressure_level, READ_ONCE(sp_pressure_only) ?
+			   READ_ONCE(sp_pressure_level) : 0);
 
 /*
  * What pages_shared, pages_sharing and ksm_zero_pages would be once all

@@ -22,7 +22,6 @@
  */
 #include <linux/highmem.h>
 #include <linux/mm.h>
-#include <linux/pagewalk.h>
 #include <linux/rmap.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
@@ -190,46 +189,6 @@ static void sp_unshare_at(struct sp_slot *slot, unsigned long addr)
 	if (vma)
 		sp_unshare(vma, addr);
 	mmap_read_unlock(slot->mm);
-}
-
-/* May a page of @folio be paired: anonymous, not KSM yet, ordinary memory? */
-static bool sp_folio_pairable(struct folio *folio)
-{
-	return folio_test_anon(folio) && !folio_test_ksm(folio) &&
-	       !folio_is_zone_device(folio);
-}
-
-/*
- * The page mapped at @addr of @vma if it may be paired, referenced, or
- * NULL; mmap_lock held, the PTE lock taken by the folio walk.
- */
-static struct page *sp_pairable_page(struct vm_area_struct *vma,
-				     unsigned long addr)
-{
-	struct folio_walk fw;
-	struct folio *folio = folio_walk_start(&fw, vma, addr, 0);
-	struct page *page;
-
-	if (!folio)
-		return NULL;
-	page = sp_folio_pairable(folio) ? fw.page : NULL;
-	if (page)
-		folio_get(folio);
-	folio_walk_end(&fw, vma);
-	return page;
-}
-
-/* Reference the page at @addr of @mm if it may be merged. */
-static struct page *sp_get_page_at(struct mm_struct *mm, unsigned long addr)
-{
-	struct vm_area_struct *vma;
-	struct page *page;
-
-	mmap_read_lock(mm);
-	vma = sp_mergeable_vma(mm, addr);
-	page = vma ? sp_pairable_page(vma, addr) : NULL;
-	mmap_read_unlock(mm);
-	return page;
 }
 
 /* The page whose match the current visit counted; under sp_mutex. */
