@@ -44,6 +44,15 @@
  * at least LEAK_MIN times: the channel exists, and the test measures it.
  * All but the two of samepage's files and advice are mainline's channels,
  * and leak on stock too.
+ *
+ * Then each channel again with samepage's hide_merges set (the tests
+ * named *_hidden, skipped where there is no such file): the attacker must
+ * guess right CHANCE_MAX times or fewer, which chance does with
+ * probability 1 - 1.7e-4, while the merges still happen: root, reading
+ * both processes' pagemap, finds the attacker's candidate of the secret's
+ * content in the victim's frame in at least MERGED_MIN of the trials.
+ * MADV_MERGE merges nothing under hide_merges, so observe_request_hidden
+ * checks no merge.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -65,6 +74,7 @@
 #define CHANCE_MAX	4	/* P(Binomial(32, 1/64) > 4) = 1.7e-4 */
 #define LEAK_MIN	(CHANCE_MAX + 1)
 #define SCANS		4	/* full scans ksmd gets a round */
+#define MERGED_MIN	(TRIALS / 2)
 #define CG_V		CGROUP_ROOT "/ksm_ob_v"
 #define CG_A		CGROUP_ROOT "/ksm_ob_a"
 #define SEED		0x0b5e
@@ -94,6 +104,9 @@ struct board {
 	int lo, hi;			/* COUNT: the candidates of a round */
 	bool moved;			/* COUNT: the round's answer */
 	const struct channel *ch;
+	char *secret_at;		/* the victim's first page of it */
+	char *slots;			/* the attacker's candidate slot 0 */
+	int merged;			/* trials whose candidate merged */
 };
 
 static struct board *bd;
@@ -277,13 +290,18 @@ static int victim(int cmd_fd, int reply_fd)
 {
 	char *p, cmd;
 
-	if (become_tenant(CG_V, 1000))
+	/*
+	 * On the attacker's CPU, so on its NUMA node: under hide_merges
+	 * pages merge only within a node.
+	 */
+	if (become_tenant(CG_V, 1000) || pin_to_cpu(0, 1))
 		return 1;
 	p = map_pages(FILLER + 2);
 	for (int i = 0; i < FILLER; i++)
 		fill_page(p, i, SEED - 1 - getpid());
 	if (merge_pages(p, FILLER + 2))
 		return 1;
+	bd->secret_at = p + FILLER * page_size;
 	while ((cmd = kid_wait_cmd(cmd_fd)) == 't') {
 		fill_candidate(p + FILLER * page_size, bd->trial, bd->secret);
 		fill_candidate(p + (FILLER + 1) * page_size, bd->trial,
@@ -375,6 +393,7 @@ static int attacker(int cmd_fd, int reply_fd)
 	pin_to_cpu(0, 1);
 	/* The mm is registered before anything is timed. */
 	own = c.base;
+	bd->slots = slot(&c, 0);
 	fill_page(own, 0, SEED + 1);
 	if (merge_pages(own, 1))
 		return 1;
@@ -411,6 +430,20 @@ static int kid(void *arg, int i, int cmd_fd, int reply_fd)
 	return i ? attacker(cmd_fd, reply_fd) : victim(cmd_fd, reply_fd);
 }
 
+/*
+ * Root's view: does the attacker's candidate @i of the round map the
+ * frame of the victim's secret? Counted once a trial, in bd->merged.
+ */
+static void note_merged(struct kids *k, int i)
+{
+	uint64_t v = pagemap_entry(k->pid[0], bd->secret_at);
+	uint64_t a = pagemap_entry(k->pid[1], bd->slots + 2 * i * page_size);
+
+	if ((v & PM_PRESENT) && (a & PM_PRESENT) &&
+	    (v & PM_PFN_MASK) == (a & PM_PFN_MASK))
+		bd->merged++;
+}
+
 static bool call(struct kids *k, int i, char cmd)
 {
 	char r = 0;
@@ -422,8 +455,10 @@ static bool call(struct kids *k, int i, char cmd)
 static int guess_per_page(struct kids *k)
 {
 	if (!CHECK(call(k, 1, 'f'), "candidates mapped") ||
-	    (!bd->ch->request && !CHECK(ksm_wait_scans(SCANS), "scans")) ||
-	    !CHECK(call(k, 1, 'g'), "guess"))
+	    (!bd->ch->request && !CHECK(ksm_wait_scans(SCANS), "scans")))
+		return -1;
+	note_merged(k, bd->secret);
+	if (!CHECK(call(k, 1, 'g'), "guess"))
 		return -1;
 	return bd->guess;
 }
@@ -432,6 +467,7 @@ static int guess_per_page(struct kids *k)
 static int guess_by_count(struct kids *k)
 {
 	int lo = 0, hi = G;
+	bool counted = false;
 
 	while (hi - lo > 1) {
 		bd->lo = lo;
@@ -444,6 +480,10 @@ static int guess_by_count(struct kids *k)
 		    !CHECK(ksm_wait_scans(SCANS), "scans") ||
 		    !CHECK(call(k, 1, 'c'), "count read"))
 			return -1;
+		if (bd->secret >= bd->lo && bd->secret < bd->hi && !counted) {
+			note_merged(k, bd->secret - bd->lo);
+			counted = true;
+		}
 		if (bd->moved)
 			hi = bd->hi;
 		else
@@ -452,14 +492,21 @@ static int guess_by_count(struct kids *k)
 	return lo;
 }
 
-/* TRIALS trials through channel @ch: the right guesses, or -1. */
-static int trials(const struct channel *ch)
+/*
+ * TRIALS trials through channel @ch, with hide_merges set to @hide: the
+ * right guesses, or -1.
+ */
+static int trials(const struct channel *ch, bool hide)
 {
 	struct kids k;
 	int right = 0, guess;
 
 	bd->ch = ch;
+	bd->merged = 0;
 	if (!CHECK(ksm_reset() == 0, "reset") ||
+	    (hide && !CHECK(ksm_write("run", 2) == 0 &&
+			    ksm_write("hide_merges", 1) == 0 &&
+			    ksm_write("run", 1) == 0, "hide_merges on")) ||
 	    !CHECK(kids_start(&k, 2, kid, NULL) == 0, "children"))
 		return -1;
 	for (int t = 0; t < TRIALS; t++) {
@@ -476,29 +523,58 @@ static int trials(const struct channel *ch)
 	}
 	kids_send(&k, 'q');
 	CHECK(kids_wait(&k), "children exit");
-	ktap_diag("%s: %d of %d right", ch->name, right, TRIALS);
+	ktap_diag("%s%s: %d of %d right, %d merged", ch->name,
+		  hide ? "_hidden" : "", right, TRIALS, bd->merged);
+	if (hide)
+		CHECK(ksm_write("run", 2) == 0 &&
+		      ksm_write("hide_merges", 0) == 0, "hide_merges off");
 	return checks_passed_so_far() ? right : -1;
 }
 
 static void test_leak(const struct channel *ch)
 {
-	int right = trials(ch);
+	int right = trials(ch, false);
 
 	CHECK(right >= LEAK_MIN, "%d right guesses, want %d or more", right,
 	      LEAK_MIN);
 	ktap_result(checks_passed(), "%s", ch->name);
 }
 
+static void test_hidden(const struct channel *ch)
+{
+	int right = trials(ch, true);
+
+	CHECK(right >= 0 && right <= CHANCE_MAX,
+	      "%d right guesses, want %d or fewer", right, CHANCE_MAX);
+	if (!ch->request)
+		CHECK(bd->merged >= MERGED_MIN, "%d trials merged, want %d",
+		      bd->merged, MERGED_MIN);
+	ktap_result(checks_passed(), "%s_hidden", ch->name);
+}
+
+/* The name of channel @i's test with hide_merges set. */
+static const char *hidden_name(size_t i)
+{
+	static char name[64];
+
+	snprintf(name, sizeof(name), "%s_hidden", channels[i].name);
+	return name;
+}
+
 int main(void)
 {
+	bool hide = ksm_read("hide_merges") >= 0;
+
 	ksm_save_settings();
-	ktap_plan(ARRAY_SIZE(channels));
+	ktap_plan(2 * ARRAY_SIZE(channels));
 	srand(getpid());
 	bd = mmap(NULL, page_size, PROT_READ | PROT_WRITE,
 		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (bd == MAP_FAILED || memcg_create(CG_V) || memcg_create(CG_A)) {
-		for (size_t i = 0; i < ARRAY_SIZE(channels); i++)
+		for (size_t i = 0; i < ARRAY_SIZE(channels); i++) {
 			ktap_skip_named(channels[i].name, "no memory cgroups");
+			ktap_skip_named(hidden_name(i), "no memory cgroups");
+		}
 		return ktap_finish();
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(channels); i++) {
@@ -506,6 +582,14 @@ int main(void)
 			ktap_skip_named(channels[i].name, "not here");
 		else
 			test_leak(&channels[i]);
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(channels); i++) {
+		if (!hide)
+			ktap_skip_named(hidden_name(i), "no hide_merges");
+		else if (channels[i].available && !channels[i].available())
+			ktap_skip_named(hidden_name(i), "not here");
+		else
+			test_hidden(&channels[i]);
 	}
 	ksm_write("run", 2);
 	cgroup_remove(CG_V);

@@ -242,6 +242,7 @@ static const char *const settings[] = {
 	"advisor_mode", "advisor_max_cpu", "advisor_min_pages_to_scan",
 	"advisor_max_pages_to_scan", "advisor_target_scan_time",
 	"merge_across_nodes", "max_page_sharing", "merge_domain",
+	"hide_merges",
 	"use_fresh_pages", "protect_after_scans", "thp_split_min",
 	"use_zero_pages", "zero_pages_only", "estimate", "pressure_only",
 	"merge_all",
@@ -303,6 +304,8 @@ static const struct {
 	{ "max_page_sharing", "256", false },
 	/* samepage's merge domains and fresh pages: off, as in mainline. */
 	{ "merge_domain", "system", true },
+	/* samepage's merging that no process can observe: off. */
+	{ "hide_merges", "0", true },
 	{ "use_fresh_pages", "0", true },
 	/* samepage's write protection of pages that hold still: default. */
 	{ "protect_after_scans", "2", true },

@@ -30,6 +30,8 @@ bool sp_merge_across_nodes = true;
 bool sp_use_zero_pages;
 bool sp_zero_pages_only;
 bool sp_estimate;
+/* Exported through linux/ksm.h: the views of mm outside ksm ask it. */
+bool ksm_hide_merges;
 bool sp_pressure_only;
 bool sp_smart_scan = true;
 unsigned int sp_protect_after = 2;

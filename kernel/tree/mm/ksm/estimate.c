@@ -270,11 +270,13 @@ unsigned long ksm_estimated_pages(struct mm_struct *mm)
 /**
  * ksm_estimating - whether estimate is set
  *
- * /proc/PID/ksm_stat and memory.ksm_stat show the estimate only then.
+ * /proc/PID/ksm_stat and memory.ksm_stat show the estimate only then;
+ * never under hide_merges, where it would tell a process which of its
+ * pages have an equal page elsewhere.
  *
- * Return: true while /sys/kernel/mm/ksm/estimate is 1.
+ * Return: true while /sys/kernel/mm/ksm/estimate is 1 and hide_merges 0.
  */
 bool ksm_estimating(void)
 {
-	return READ_ONCE(sp_estimate);
+	return READ_ONCE(sp_estimate) && !READ_ONCE(ksm_hide_merges);
 }

@@ -30,7 +30,12 @@
  * let fail, a cgroup kept at its limit would never merge; were the page
  * merged in place instead, its owner could choose the frame by filling
  * its cgroup. The pool holds SP_POOL_SIZE pages per NUMA node while the
- * setting is on, and is freed when it is turned off.
+ * setting (or hide_merges) is on, and is freed when it is turned off.
+ *
+ * Under hide_merges every new KSM page is made in such a frame, charged
+ * to the root memory cgroup, which has no limit: so a cgroup's charge
+ * falls by a page whenever a page of its becomes a KSM page, whether or
+ * not it joined another process's (ksm.rst says what this costs).
  *
  * A frame of the pool is free memory that ksmd holds, so it must not pin
  * the block it lies in: memory offline refuses a block with a page it
@@ -268,7 +273,8 @@ static const struct movable_operations sp_pool_mops = {
 
 /**
  * sp_fresh_folio - a new KSM page in a frame of the pool
- * @mm: the mm of @page, whose memory cgroup the frame is charged to
+ * @mm: the mm of @page, whose memory cgroup the frame is charged to,
+ *	but under hide_merges, when it is charged to the root cgroup
  * @page: the page that will be copied into it, referenced
  * @node: the node of the KSM page to be; gets its kpfn and nid
  *
@@ -287,7 +293,10 @@ struct folio *sp_fresh_folio(struct mm_struct *mm, struct page *page,
 	lockdep_assert_held(&sp_mutex);
 	if (!folio)
 		return NULL;
-	if ((!READ_ONCE(sp_merge_across_nodes) && folio_nid(folio) != nid) ||
+	/* With no mm, the charge goes to the root memory cgroup. */
+	if (READ_ONCE(ksm_hide_merges))
+		mm = NULL;
+	if ((!sp_across_nodes() && folio_nid(folio) != nid) ||
 	    mem_cgroup_charge(folio, mm, GFP_NOWAIT | __GFP_HIGH)) {
 		folio_put(folio);
 		return NULL;

@@ -206,10 +206,11 @@ again:
  * Called without mmap_lock, after ksm_madvise() made the range's VMAs
  * mergeable, if the caller may.
  *
- * Return: 0 when the range was gone through, or when run is 0 (nothing
- * is merged then); -EINTR on a fatal signal; -EAGAIN while run=2
- * unmerges everything or memory goes offline; -ENOMEM if no memory could
- * be had to start. Pages merged before an error, or before run was set to
+ * Return: 0 when the range was gone through, or when run is 0 or
+ * hide_merges is set (nothing is merged then); -EINTR on a fatal signal;
+ * -EAGAIN while run=2 unmerges everything or memory goes offline;
+ * -ENOMEM if no memory could be had to start. Pages merged before an
+ * error, or before run was set to
  * 0, stay merged.
  */
 int ksm_merge_range(struct mm_struct *mm, unsigned long start,
@@ -218,6 +219,13 @@ int ksm_merge_range(struct mm_struct *mm, unsigned long start,
 	struct sp_request *r;
 	int err = sp_request_allowed();
 
+	/*
+	 * Under hide_merges a request leaves the range to ksmd: what it
+	 * merged, and how long it took, would tell the caller which of its
+	 * pages have an equal page elsewhere.
+	 */
+	if (READ_ONCE(ksm_hide_merges))
+		return 0;
 	if (err)
 		return err == -EPERM ? 0 : err;
 	r = kmalloc(sizeof(*r), GFP_KERNEL);

@@ -481,6 +481,17 @@ extern bool sp_merge_across_nodes;
 extern bool sp_use_zero_pages;
 extern bool sp_zero_pages_only;
 extern bool sp_estimate;
+
+/*
+ * Whether a page may share a KSM page on another NUMA node: not under
+ * hide_merges, since a process learns which node its page is on
+ * (move_pages(2), get_mempolicy(2), numa_maps), and a page that joined
+ * another's KSM page would show that one's node.
+ */
+static inline bool sp_across_nodes(void)
+{
+	return READ_ONCE(sp_merge_across_nodes) && !READ_ONCE(ksm_hide_merges);
+}
 extern bool sp_pressure_only;
 extern bool sp_smart_scan;
 extern unsigned int sp_protect_after;

@@ -8,6 +8,9 @@
  * Layering (see samepage.h): calls into advisor.c, core.c, domain.c,
  * estimate.c, fresh.c, index.c, knode.c, ksmd.c, pressure.c.
  */
+#include <linux/capability.h>
+#include <linux/fs.h>
+#include <linux/kernfs.h>
 #include <linux/kobject.h>
 #include <linux/ksm.h>
 #include <linux/mm.h>
@@ -70,23 +73,45 @@ static ssize_t _name##_show(struct kobject *k, struct kobj_attribute *a, \
 }									\
 SP_ATTR_RO(_name)
 
+/*
+ * Under hide_merges, the counters of what ksmd found are root's alone
+ * (mode 0400, and a file opened before is refused at read): a process
+ * could tell that its own page merged by pages_sharing's move. How far
+ * ksmd got (full_scans, pages_scanned) stays world-readable.
+ */
+static bool sp_found_hidden(void)
+{
+	return READ_ONCE(ksm_hide_merges) && !capable(CAP_SYS_ADMIN);
+}
+
+/* A read-only counter of what ksmd found. */
+#define SP_FOUND(_name, _expr)						\
+static ssize_t _name##_show(struct kobject *k, struct kobj_attribute *a, \
+			    char *buf)					\
+{									\
+	if (sp_found_hidden())						\
+		return -EACCES;						\
+	return sysfs_emit(buf, "%lu\n", (unsigned long)(_expr));	\
+}									\
+SP_ATTR_RO(_name)
+
 SP_COUNTER(pages_scanned, READ_ONCE(sp_stats.scanned));
-SP_COUNTER(pages_shared, READ_ONCE(sp_stats.shared));
-SP_COUNTER(pages_sharing, READ_ONCE(sp_stats.sharing));
-SP_COUNTER(pages_unshared, READ_ONCE(sp_stats.unshared));
-SP_COUNTER(pages_skipped, READ_ONCE(sp_stats.skipped));
+SP_FOUND(pages_shared, READ_ONCE(sp_stats.shared));
+SP_FOUND(pages_sharing, READ_ONCE(sp_stats.sharing));
+SP_FOUND(pages_unshared, READ_ONCE(sp_stats.unshared));
+SP_FOUND(pages_skipped, READ_ONCE(sp_stats.skipped));
 SP_COUNTER(full_scans, READ_ONCE(sp_stats.full_scans));
-SP_COUNTER(huge_pages_split, READ_ONCE(sp_stats.thp_split));
-SP_COUNTER(huge_pages_kept, READ_ONCE(sp_stats.thp_kept));
+SP_FOUND(huge_pages_split, READ_ONCE(sp_stats.thp_split));
+SP_FOUND(huge_pages_kept, READ_ONCE(sp_stats.thp_kept));
 
 /*
  * KSM pages of one content beyond max_page_sharing (or on other NUMA
  * nodes): "chains" of "dups", as ksm.rst defines these two counters. The
  * stable table counts them as they form and break.
  */
-SP_COUNTER(stable_node_chains, READ_ONCE(sp_stable.chains));
-SP_COUNTER(stable_node_dups, READ_ONCE(sp_stable.dups));
-SP_COUNTER(kernel_pages_allocated, READ_ONCE(sp_stats.shared));
+SP_FOUND(stable_node_chains, READ_ONCE(sp_stable.chains));
+SP_FOUND(stable_node_dups, READ_ONCE(sp_stable.dups));
+SP_FOUND(kernel_pages_allocated, READ_ONCE(sp_stats.shared));
 
 static long sp_volatile(void)
 {
@@ -100,6 +125,8 @@ static long sp_volatile(void)
 static ssize_t pages_volatile_show(struct kobject *k, struct kobj_attribute *a,
 				   char *buf)
 {
+	if (sp_found_hidden())
+		return -EACCES;
 	return sysfs_emit(buf, "%ld\n", sp_volatile());
 }
 SP_ATTR_RO(pages_volatile);
@@ -107,6 +134,8 @@ SP_ATTR_RO(pages_volatile);
 static ssize_t ksm_zero_pages_show(struct kobject *k, struct kobj_attribute *a,
 				   char *buf)
 {
+	if (sp_found_hidden())
+		return -EACCES;
 	return sysfs_emit(buf, "%ld\n", atomic_long_read(&ksm_zero_pages));
 }
 SP_ATTR_RO(ksm_zero_pages);
@@ -118,6 +147,8 @@ static ssize_t general_profit_show(struct kobject *k, struct kobj_attribute *a,
 	unsigned long sharing = READ_ONCE(sp_stats.sharing);
 	long saved = sharing + atomic_long_read(&ksm_zero_pages);
 
+	if (sp_found_hidden())
+		return -EACCES;
 	return sysfs_emit(buf, "%ld\n", saved * (long)PAGE_SIZE -
 			  sp_cost(READ_ONCE(sp_stats.tracked), shared + sharing,
 				  shared) - sp_index_bytes());
@@ -358,8 +389,8 @@ SP_COUNTER(pressure_level, READ_ONCE(sp_pressure_only) ?
  * merged now and what the pass counted besides; 0 while estimate is off.
  */
 #define SP_ESTIMATED(_name, _now, _field)				\
-	SP_COUNTER(_name, READ_ONCE(sp_estimate) ?			\
-			  (_now) + READ_ONCE(sp_est_shown._field) : 0)
+	SP_FOUND(_name, READ_ONCE(sp_estimate) ?			\
+			(_now) + READ_ONCE(sp_est_shown._field) : 0)
 
 SP_ESTIMATED(estimated_pages_shared, READ_ONCE(sp_stats.shared), shared);
 SP_ESTIMATED(estimated_pages_sharing, READ_ONCE(sp_stats.sharing), sharing);
@@ -382,12 +413,82 @@ static ssize_t use_fresh_pages_store(struct kobject *k,
 		return -EINVAL;
 	mutex_lock(&sp_mutex);
 	WRITE_ONCE(sp_use_fresh_pages, v);
-	if (!v)
+	if (!v && !READ_ONCE(ksm_hide_merges))
 		sp_fresh_drain();
 	mutex_unlock(&sp_mutex);
 	return count;
 }
 SP_ATTR_RW(use_fresh_pages);
+
+#define SP_A(_name)	(&_name##_attr.attr)
+
+/* What ksmd found: root's alone under hide_merges (sp_found_hidden()). */
+static struct attribute *sp_found_attrs[] = {
+	SP_A(pages_skipped), SP_A(pages_shared), SP_A(pages_sharing),
+	SP_A(pages_unshared), SP_A(pages_volatile), SP_A(ksm_zero_pages),
+	SP_A(general_profit), SP_A(stable_node_chains), SP_A(stable_node_dups),
+	SP_A(kernel_pages_allocated), SP_A(huge_pages_split),
+	SP_A(huge_pages_kept), SP_A(estimated_pages_shared),
+	SP_A(estimated_pages_sharing), SP_A(estimated_zero_pages),
+	NULL,
+};
+
+/* Give the files of sp_found_attrs their modes for @hide. */
+static void sp_found_modes(bool hide)
+{
+	struct iattr ia = { .ia_valid = ATTR_MODE };
+	struct kernfs_node *dir, *kn;
+	struct attribute **a;
+
+	dir = kernfs_find_and_get(mm_kobj->sd, "ksm");
+	if (!dir)
+		return;
+	for (a = sp_found_attrs; *a; a++) {
+		kn = kernfs_find_and_get(dir, (*a)->name);
+		if (!kn)
+			continue;
+		ia.ia_mode = S_IFREG | ((*a)->mode & (hide ? 0400 : 0777));
+		kernfs_setattr(kn, &ia);
+		kernfs_put(kn);
+	}
+	kernfs_put(dir);
+}
+
+static ssize_t hide_merges_show(struct kobject *k, struct kobj_attribute *a,
+				char *buf)
+{
+	return sysfs_emit(buf, "%u\n", READ_ONCE(ksm_hide_merges));
+}
+
+/*
+ * Like merge_across_nodes, hide_merges changes only while no KSM page
+ * exists (EBUSY otherwise): KSM pages made under one value would show
+ * their mappers under the other what merged.
+ */
+static ssize_t hide_merges_store(struct kobject *k, struct kobj_attribute *a,
+				 const char *buf, size_t count)
+{
+	int err = 0;
+	bool v;
+
+	if (kstrtobool(buf, &v))
+		return -EINVAL;
+	mutex_lock(&sp_mutex);
+	if (READ_ONCE(ksm_hide_merges) != v) {
+		if (sp_index_busy()) {
+			err = -EBUSY;
+		} else {
+			WRITE_ONCE(ksm_hide_merges, v);
+			sp_found_modes(v);
+			if (!v && !READ_ONCE(sp_use_fresh_pages))
+				sp_fresh_drain();
+		}
+	}
+	mutex_unlock(&sp_mutex);
+	wake_up_interruptible(&sp_thread_wait);
+	return err ? err : count;
+}
+SP_ATTR_RW(hide_merges);
 
 SP_BOOL_ATTR(smart_scan);
 
@@ -564,8 +665,6 @@ SP_ADVISOR_ATTR(advisor_min_pages_to_scan, 0);
 SP_ADVISOR_ATTR(advisor_max_pages_to_scan, 0);
 SP_ADVISOR_ATTR(advisor_target_scan_time, 1);
 
-#define SP_A(_name)	(&_name##_attr.attr)
-
 static struct attribute *sp_attrs[] = {
 	/* What ksmd does, and how fast. */
 	SP_A(run), SP_A(pages_to_scan), SP_A(sleep_millisecs),
@@ -575,7 +674,8 @@ static struct attribute *sp_attrs[] = {
 	SP_A(merge_across_nodes),
 #endif
 	SP_A(stable_node_chains_prune_millisecs), SP_A(max_kernel_pages),
-	SP_A(merge_domain), SP_A(use_fresh_pages), SP_A(protect_after_scans),
+	SP_A(merge_domain), SP_A(use_fresh_pages), SP_A(hide_merges),
+	SP_A(protect_after_scans),
 	SP_A(thp_split_min), SP_A(estimate), SP_A(pressure_only),
 	SP_A(advisor_mode), SP_A(advisor_max_cpu),
 	SP_A(advisor_min_pages_to_scan), SP_A(advisor_max_pages_to_scan),

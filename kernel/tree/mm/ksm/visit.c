@@ -301,6 +301,14 @@ static bool sp_join(struct sp_slot *slot, unsigned long addr,
 	return linked;
 }
 
+/* Are there max_kernel_pages KSM pages already? */
+static bool sp_kpages_full(void)
+{
+	unsigned long max = READ_ONCE(sp_max_kernel_pages);
+
+	return max && sp_stats.shared >= max;
+}
+
 /*
  * A KSM page takes one more sharer when it is on the right node and under
  * max_page_sharing. An orphan, with no sharer, takes none: its folio may be
@@ -308,7 +316,10 @@ static bool sp_join(struct sp_slot *slot, unsigned long addr,
  */
 static bool sp_may_share(struct sp_knode *node, int nid)
 {
-	if (!READ_ONCE(sp_merge_across_nodes) && READ_ONCE(node->nid) != nid)
+	/* Under hide_merges a join must fail where a page alone would. */
+	if (READ_ONCE(ksm_hide_merges) && sp_kpages_full())
+		return false;
+	if (!sp_across_nodes() && READ_ONCE(node->nid) != nid)
 		return false;
 	return node->nr_sharers &&
 	       node->nr_sharers < READ_ONCE(sp_max_page_sharing);
@@ -354,12 +365,73 @@ static bool sp_try_stable(struct sp_slot *slot, unsigned long addr,
 		/* A stale pick is freed here: look again, with one less. */
 		kfolio = sp_node_folio(node, false);
 	} while (!kfolio);
-	done = (READ_ONCE(sp_merge_across_nodes) ||
+	done = (sp_across_nodes() ||
 		folio_nid(kfolio) == nid) &&
 	       !folio_test_hwpoison(kfolio) &&
 	       sp_join(slot, addr, page, held, kfolio, node);
 	folio_put(kfolio);
 	return done;
+}
+
+/* A node that sp_knode_start() allocated and nothing was merged into. */
+static void sp_knode_unused(struct sp_knode *node)
+{
+	kvfree(node->sharers);
+	kmem_cache_free(sp_node_cache, node);
+}
+
+/*
+ * Make @r->page the first page of a new KSM page of key @key, and put the
+ * node in the stable table: the page
+ * itself, or with @fresh a new frame that it is copied into, which is
+ * then @r->kpage, with a reference that the caller puts. The page is
+ * mapped but not linked as a sharer. Returns the node, or NULL.
+ */
+static struct sp_knode *sp_knode_start(struct sp_slot *slot,
+				       unsigned long addr,
+				       struct sp_merge_req *r, u64 key,
+				       bool fresh)
+{
+	struct folio *folio = NULL;
+	struct sp_knode *node;
+	int err;
+
+	if (sp_kpages_full())
+		return NULL;
+	node = kmem_cache_zalloc(sp_node_cache, GFP_KERNEL);
+	if (!node)
+		return NULL;
+	if (!sp_sharers_init(node, 2))
+		goto fail;
+	node->key = key;
+	node->dom = slot->dom;
+	node->nid = page_to_nid(r->page);
+	r->node = node;
+	if (fresh) {
+		folio = sp_fresh_folio(slot->mm, r->page, node);
+		if (!folio)
+			goto fail;
+		r->kpage = &folio->page;
+		r->fill = true;
+	}
+	err = sp_merge_at(slot->mm, addr, r);
+	/*
+	 * The first page of a KSM page is traced as merged into no KSM page,
+	 * as ksm_merge_with_ksm_page has always reported it.
+	 */
+	trace_ksm_merge_with_ksm_page(NULL, page_to_pfn(r->page),
+				      sp_trace_item(slot, addr), slot->mm, err);
+	if (err) {
+		if (folio)
+			sp_fresh_abandon(folio);
+		goto fail;
+	}
+	sp_stable_add(&sp_stable, node, r->kpage ?: r->page);
+	sp_knode_reap();
+	return node;
+fail:
+	sp_knode_unused(node);
+	return NULL;
 }
 
 /*
@@ -381,47 +453,18 @@ static bool sp_merge_pair(struct sp_slot *slot, unsigned long addr,
 			  unsigned long taddr, struct page *tpage, bool theld,
 			  u64 key)
 {
+	bool fresh = READ_ONCE(sp_use_fresh_pages);
 	struct sp_merge_req r = { .page = page, .held = held };
-	struct sp_merge_req tr = { .page = tpage, .kpage = page,
-				   .held = theld };
-	unsigned long cap = READ_ONCE(sp_max_kernel_pages);
-	struct folio *kfolio, *fresh = NULL;
+	struct sp_merge_req tr = { .page = tpage, .held = theld };
 	struct sp_knode *node;
+	struct folio *kfolio;
 	bool linked;
 	int err;
 
-	if (cap && sp_stats.shared >= cap)
+	node = sp_knode_start(slot, addr, &r, key, fresh);
+	if (!node)
 		return false;
-	node = kmem_cache_zalloc(sp_node_cache, GFP_KERNEL);
-	if (!node || !sp_sharers_init(node, 2))
-		goto fail;
-	node->key = key;
-	node->dom = slot->dom;
-	node->nid = page_to_nid(page);
-	r.node = node;
-	if (READ_ONCE(sp_use_fresh_pages)) {
-		fresh = sp_fresh_folio(slot->mm, page, node);
-		if (!fresh)
-			goto fail;
-		r.kpage = &fresh->page;
-		r.fill = true;
-		tr.kpage = &fresh->page;
-	}
-	err = sp_merge_at(slot->mm, addr, &r);
-	/*
-	 * The first page of a pair is traced as merged into no KSM page, as
-	 * ksm_merge_with_ksm_page has always reported it.
-	 */
-	trace_ksm_merge_with_ksm_page(NULL, page_to_pfn(page),
-				      sp_trace_item(slot, addr), slot->mm, err);
-	if (err) {
-		if (fresh)
-			sp_fresh_abandon(fresh);
-		goto fail;
-	}
-	sp_stable_add(&sp_stable, node, r.kpage ?: page);
-	sp_knode_reap();
-
+	tr.kpage = r.kpage ?: page;
 	err = sp_merge_at(t->mm, taddr, &tr);
 	trace_ksm_merge_with_ksm_page(tr.kpage, page_to_pfn(tr.kpage),
 				      sp_trace_item(t, taddr), t->mm, err);
@@ -448,14 +491,43 @@ static bool sp_merge_pair(struct sp_slot *slot, unsigned long addr,
 		sp_unshare_at(slot, addr);
 	}
 	if (fresh)
-		folio_put(fresh);
+		folio_put(kfolio);
 	return true;
-fail:
-	if (node) {
-		kvfree(node->sharers);
-		kmem_cache_free(sp_node_cache, node);
+}
+
+/*
+ * Under hide_merges, a page that held still and found no equal KSM page
+ * becomes one by itself, in a fresh frame, as a page that joins one is
+ * mapped to a KSM page: so that no view of its own pages tells a process
+ * which of them another process's page joined (ksm.h, folio_ksm_hidden()).
+ * Later pages of the content join it through the stable table, so no
+ * candidate is kept. It counts as a match for its THP, as a join does,
+ * so that whether a THP is split does not depend on other processes'
+ * pages either. True when this visit is done.
+ */
+static bool sp_hide_alone(struct sp_slot *slot, unsigned long addr,
+			  struct page *page, bool held, u64 key)
+{
+	struct sp_merge_req r = { .page = page, .held = held };
+	struct sp_knode *node;
+	struct folio *kfolio;
+	bool linked;
+
+	if (!slot->id || !sp_may_merge(page))
+		return false;
+	node = sp_knode_start(slot, addr, &r, key, true);
+	if (!node)
+		return false;
+	kfolio = page_folio(r.kpage);
+	folio_lock(kfolio);
+	linked = sp_sharer_link(node, slot, addr, r.av, r.pgoff);
+	folio_unlock(kfolio);
+	if (!linked) {
+		put_anon_vma(r.av);
+		sp_unshare_at(slot, addr);
 	}
-	return false;
+	folio_put(kfolio);
+	return true;
 }
 
 /*
@@ -544,7 +616,7 @@ static enum sp_pair sp_pair_with(struct sp_slot *slot, unsigned long addr,
 		put_page(tpage);
 		goto out;
 	}
-	if ((READ_ONCE(sp_merge_across_nodes) ||
+	if ((sp_across_nodes() ||
 	     page_to_nid(tpage) == page_to_nid(page)) &&
 	    sp_merge_either(slot, addr, page, held, t, tvpn << PAGE_SHIFT,
 			    tpage, sp_st_wp(st), sp_key(slot, hash)))
@@ -594,6 +666,21 @@ static bool sp_try_candidates(struct sp_slot *slot, unsigned long addr,
 	}
 	*cand = mine || sp_probe_insert(&p, slot->id, vpn, now);
 	return false;
+}
+
+/*
+ * What a page that held still and joined no KSM page does: pair with an
+ * equal candidate, or under hide_merges become a KSM page by itself.
+ */
+static bool sp_try_pairing(struct sp_slot *slot, unsigned long addr,
+			   struct page *page, bool held, bool now, u64 hash,
+			   bool *cand)
+{
+	if (!READ_ONCE(ksm_hide_merges))
+		return sp_try_candidates(slot, addr, page, held, now, hash,
+					 cand);
+	*cand = false;
+	return sp_hide_alone(slot, addr, page, held, sp_key(slot, hash));
 }
 
 /* A KSM page that this mm maps without a sharer: inherited by fork. */
@@ -701,7 +788,7 @@ static bool sp_visit_page(struct sp_slot *slot, unsigned long addr,
 	if (sp_try_zero(slot, addr, page, held, hash))
 		cand = false;
 	else if (sp_try_stable(slot, addr, page, held, sp_key(slot, hash)) ||
-		 sp_try_candidates(slot, addr, page, held, now, hash, &cand))
+		 sp_try_pairing(slot, addr, page, held, now, hash, &cand))
 		return true;
 	sp_note_unmerged(slot, vpn, entry, hash, cand, st);
 	return true;
