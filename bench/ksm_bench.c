@@ -76,6 +76,15 @@
  *             CPU per hour with run=1 (pressure_idle_run_cpu) and with
  *             pressure_only and nothing short (pressure_idle_cpu), and
  *             pressure_idle_vs_run, their ratio.
+ *   hide      the clones, the VM-like memory on huge pages and 16k unique
+ *             pages merged to a steady state (a full scan adds nothing,
+ *             VM_SCANS scans at least), then a first write to every page
+ *             of the workload: hide_off_{clones,vmlike,unique}_{saved,
+ *             cpu,touch} without hide_merges (saved: pages_sharing +
+ *             ksm_zero_pages; cpu: ksmd's seconds to get there; touch:
+ *             the writers' CPU per page written, in ns), on both kernels;
+ *             on samepage, the same with hide_merges over without:
+ *             hide_{clones,vmlike,unique}_{saved,cpu,touch}_vs_off.
  *   scale     what a process's mappings cost: fork_kill_{400,2000}_recover,
  *             guest seconds until ksmd completes two full scans after
  *             N forked sharers of one KSM page are killed;
@@ -1181,6 +1190,113 @@ static void bench_estimate(void)
 		metric("estimate_scan_vs_full", ns / full_ns, "ratio");
 }
 
+/* What hide_run() measures of one workload. */
+struct hide_figures {
+	double saved;	/* pages_sharing + ksm_zero_pages at the steady state */
+	double cpu;	/* ksmd's CPU seconds from madvise to it */
+	double touch;	/* the writers' CPU per page of the first writes, ns */
+};
+
+/*
+ * @job in @kids children merged to a steady state, with hide_merges set
+ * to @hide, then written once a page: into *@f. False on failure.
+ */
+static bool hide_run(struct job *job, int kids, bool hide, const char *name,
+		     struct hide_figures *f)
+{
+	long scans, saved = -1, last;
+	double t, touch = 0;
+	struct sample a, b;
+	bool ok = false;
+	struct kids k;
+
+	if (!reset() || ksm_write("run", 2) ||
+	    (hide && ksm_write("hide_merges", 1)) || ksm_write("run", 1) ||
+	    !start_kids(&k, kids, job))
+		goto out_settings;
+	sample(&a);
+	if (!call_all(&k, 'm')) {
+		fail("%s: madvise failed", name);
+		goto out;
+	}
+	scans = a.scans + VM_SCANS;
+	b = a;
+	do {
+		last = saved;
+		if (!wait_scans_until(++b.scans))
+			goto out;
+		saved = ksm_read("pages_sharing") + ksm_read("ksm_zero_pages");
+	} while (b.scans < scans || saved != last);
+	sample(&b);
+	f->saved = saved;
+	f->cpu = cpu_seconds(&a, &b);
+	for (int i = 0; i < kids; i++) {
+		if (call(&k, i, 'W', &t) != 'k') {
+			fail("%s: writes failed", name);
+			goto out;
+		}
+		touch += t;
+	}
+	f->touch = touch * 1e9 / ((double)kids * job->pages);
+	ok = true;
+out:
+	stop_kids(&k);
+out_settings:
+	ksm_write("run", 2);
+	ksm_write("hide_merges", 0);
+	return ok;
+}
+
+/* One workload of bench_hide(): its figures without hide_merges, and with. */
+static void hide_compare(struct job *job, int kids, const char *name,
+			 bool hide)
+{
+	struct hide_figures off, on;
+	char m[64];
+
+	if (!hide_run(job, kids, false, name, &off))
+		return;
+	snprintf(m, sizeof(m), "hide_off_%s_saved", name);
+	metric(m, off.saved, "pages");
+	snprintf(m, sizeof(m), "hide_off_%s_cpu", name);
+	metric(m, off.cpu, "s");
+	snprintf(m, sizeof(m), "hide_off_%s_touch", name);
+	metric(m, off.touch, "ns/page");
+	if (!hide || !hide_run(job, kids, true, name, &on))
+		return;
+	if (off.saved > 0) {
+		snprintf(m, sizeof(m), "hide_%s_saved_vs_off", name);
+		metric(m, on.saved / off.saved, "ratio");
+	}
+	if (off.cpu > 0) {
+		snprintf(m, sizeof(m), "hide_%s_cpu_vs_off", name);
+		metric(m, on.cpu / off.cpu, "ratio");
+	}
+	if (off.touch > 0) {
+		snprintf(m, sizeof(m), "hide_%s_touch_vs_off", name);
+		metric(m, on.touch / off.touch, "ratio");
+	}
+}
+
+/*
+ * hide_merges (samepage's): what merging that no process can observe
+ * saves and costs, against merging without it, on the clones, the
+ * VM-like memory on huge pages and unique pages. Stock measures the
+ * figures without it, which make test-stock's ratios.
+ */
+static void bench_hide(void)
+{
+	struct job clones = { CLONE_PAGES, FILL_CLONE, false };
+	struct job vmlike = { VM_PAGES, FILL_VMLIKE, true };
+	struct job unique = { 16384, FILL_UNIQUE, false };
+	bool hide = ksm_read("hide_merges") >= 0;
+
+	printf("# hide: clones, thp_vmlike, 16384 unique pages\n");
+	hide_compare(&clones, CLONE_KIDS, "clones", hide);
+	hide_compare(&vmlike, VM_KIDS, "vmlike", hide);
+	hide_compare(&unique, 1, "unique", hide);
+}
+
 /* ksmd's CPU seconds over @seconds of guest time from now. */
 static double ksmd_cpu_over(double seconds)
 {
@@ -1593,6 +1709,8 @@ int main(void)
 			bench_estimate();
 		if (row("pressure"))
 			bench_pressure();
+		if (row("hide"))
+			bench_hide();
 		if (row("fork_kill")) {
 			bench_fork_kill(400, "fork_kill_400_recover");
 			bench_fork_kill(2000, "fork_kill_2000_recover");

@@ -50,9 +50,11 @@
  * guess right CHANCE_MAX times or fewer, which chance does with
  * probability 1 - 1.7e-4, while the merges still happen: root, reading
  * both processes' pagemap, finds the attacker's candidate of the secret's
- * content in the victim's frame in at least MERGED_MIN of the trials.
- * MADV_MERGE merges nothing under hide_merges, so observe_request_hidden
- * checks no merge.
+ * content in the victim's frame in three quarters of the trials whose
+ * rounds mapped that candidate (every trial of a per-page channel; about
+ * half of them, OFFERED_MIN at least, where halving goes astray, as it
+ * must with the setting on). MADV_MERGE merges nothing under hide_merges,
+ * so observe_request_hidden checks no merge.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -74,7 +76,7 @@
 #define CHANCE_MAX	4	/* P(Binomial(32, 1/64) > 4) = 1.7e-4 */
 #define LEAK_MIN	(CHANCE_MAX + 1)
 #define SCANS		4	/* full scans ksmd gets a round */
-#define MERGED_MIN	(TRIALS / 2)
+#define OFFERED_MIN	4	/* P(Binomial(32, 1/2) < 4) < 1e-6 */
 #define CG_V		CGROUP_ROOT "/ksm_ob_v"
 #define CG_A		CGROUP_ROOT "/ksm_ob_a"
 #define SEED		0x0b5e
@@ -106,7 +108,8 @@ struct board {
 	const struct channel *ch;
 	char *secret_at;		/* the victim's first page of it */
 	char *slots;			/* the attacker's candidate slot 0 */
-	int merged;			/* trials whose candidate merged */
+	int offered;			/* trials that mapped the secret's */
+	int merged;			/* ... and whose candidate merged */
 };
 
 static struct board *bd;
@@ -439,6 +442,7 @@ static void note_merged(struct kids *k, int i)
 	uint64_t v = pagemap_entry(k->pid[0], bd->secret_at);
 	uint64_t a = pagemap_entry(k->pid[1], bd->slots + 2 * i * page_size);
 
+	bd->offered++;
 	if ((v & PM_PRESENT) && (a & PM_PRESENT) &&
 	    (v & PM_PFN_MASK) == (a & PM_PFN_MASK))
 		bd->merged++;
@@ -502,6 +506,7 @@ static int trials(const struct channel *ch, bool hide)
 	int right = 0, guess;
 
 	bd->ch = ch;
+	bd->offered = 0;
 	bd->merged = 0;
 	if (!CHECK(ksm_reset() == 0, "reset") ||
 	    (hide && !CHECK(ksm_write("run", 2) == 0 &&
@@ -523,8 +528,8 @@ static int trials(const struct channel *ch, bool hide)
 	}
 	kids_send(&k, 'q');
 	CHECK(kids_wait(&k), "children exit");
-	ktap_diag("%s%s: %d of %d right, %d merged", ch->name,
-		  hide ? "_hidden" : "", right, TRIALS, bd->merged);
+	ktap_diag("%s%s: %d of %d right, %d of %d merged", ch->name,
+		  hide ? "_hidden" : "", right, TRIALS, bd->merged, bd->offered);
 	if (hide)
 		CHECK(ksm_write("run", 2) == 0 &&
 		      ksm_write("hide_merges", 0) == 0, "hide_merges off");
@@ -547,8 +552,10 @@ static void test_hidden(const struct channel *ch)
 	CHECK(right >= 0 && right <= CHANCE_MAX,
 	      "%d right guesses, want %d or fewer", right, CHANCE_MAX);
 	if (!ch->request)
-		CHECK(bd->merged >= MERGED_MIN, "%d trials merged, want %d",
-		      bd->merged, MERGED_MIN);
+		CHECK(bd->offered >= OFFERED_MIN &&
+		      4 * bd->merged >= 3 * bd->offered,
+		      "%d of %d trials merged, want three quarters of %d or more",
+		      bd->merged, bd->offered, OFFERED_MIN);
 	ktap_result(checks_passed(), "%s_hidden", ch->name);
 }
 
