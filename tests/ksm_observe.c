@@ -22,6 +22,10 @@
  *   observe_move_pages move_pages(2) of each candidate to the other NUMA
  *                     node: MPOL_MF_MOVE refuses (-EACCES) a page that
  *                     another process maps (skipped with one node);
+ *   observe_node      the NUMA node of each candidate (move_pages(2)
+ *                     without nodes), the victim on the other node: a
+ *                     page that joined the victim's KSM page moved to its
+ *                     node (skipped with one node);
  *   observe_ksm_stat  ksm_merging_pages in /proc/self/ksm_stat;
  *   observe_counters  pages_sharing in /sys/kernel/mm/ksm, world-readable;
  *   observe_memcg     memory.current of its own cgroup: a page that merged
@@ -54,7 +58,8 @@
  * rounds mapped that candidate (every trial of a per-page channel; about
  * half of them, OFFERED_MIN at least, where halving goes astray, as it
  * must with the setting on). MADV_MERGE merges nothing under hide_merges,
- * so observe_request_hidden checks no merge.
+ * and pages of two NUMA nodes do not merge under it, so
+ * observe_request_hidden and observe_node_hidden check no merge.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -96,6 +101,8 @@ struct channel {
 	bool (*moved)(long before, long after);
 	/* Candidates are merged by MADV_MERGE, not made mergeable. */
 	bool request;
+	/* The victim runs on the other NUMA node (CPU 0, node 0). */
+	bool apart;
 	/* Whether this kernel has the channel (NULL: mainline's, always). */
 	bool (*available)(void);
 };
@@ -219,6 +226,29 @@ static int guess_move_pages(char *const *cand)
 	return 0;
 }
 
+/*
+ * The node each candidate is on: the one not on the node most of them
+ * are on has joined a KSM page of the victim's node.
+ */
+static int guess_node(char *const *cand)
+{
+	int node[G], count[2] = { 0, 0 }, common;
+	void *page;
+
+	for (int i = 0; i < G; i++) {
+		page = cand[i];
+		node[i] = -1;
+		syscall(__NR_move_pages, 0, 1, &page, NULL, &node[i], 0);
+		if (node[i] == 0 || node[i] == 1)
+			count[node[i]]++;
+	}
+	common = count[1] > count[0];
+	for (int i = 0; i < G; i++)
+		if (node[i] != common)
+			return i;
+	return 0;
+}
+
 /* Has the guest a second NUMA node with memory to move pages to? */
 static bool have_two_nodes(void)
 {
@@ -280,6 +310,8 @@ static const struct channel channels[] = {
 	  .available = have_swap },
 	{ "observe_move_pages", PER_PAGE, .guess = guess_move_pages,
 	  .available = have_two_nodes },
+	{ "observe_node", PER_PAGE, .guess = guess_node, .apart = true,
+	  .available = have_two_nodes },
 	{ "observe_ksm_stat", COUNT, .count = count_ksm_stat, .moved = rose },
 	{ "observe_counters", COUNT, .count = count_counters, .moved = rose },
 	{ "observe_memcg", COUNT, .count = count_memcg, .moved = fell },
@@ -294,10 +326,11 @@ static int victim(int cmd_fd, int reply_fd)
 	char *p, cmd;
 
 	/*
-	 * On the attacker's CPU, so on its NUMA node: under hide_merges
-	 * pages merge only within a node.
+	 * On the attacker's CPU, so on its NUMA node (under hide_merges
+	 * pages merge only within a node), but where the channel is the
+	 * node itself.
 	 */
-	if (become_tenant(CG_V, 1000) || pin_to_cpu(0, 1))
+	if (become_tenant(CG_V, 1000) || pin_to_cpu(0, bd->ch->apart ? 0 : 1))
 		return 1;
 	p = map_pages(FILLER + 2);
 	for (int i = 0; i < FILLER; i++)
@@ -532,7 +565,8 @@ static int trials(const struct channel *ch, bool hide)
 		  hide ? "_hidden" : "", right, TRIALS, bd->merged, bd->offered);
 	if (hide)
 		CHECK(ksm_write("run", 2) == 0 &&
-		      ksm_write("hide_merges", 0) == 0, "hide_merges off");
+		      ksm_write("hide_merges", 0) == 0 &&
+		      ksm_write("run", 1) == 0, "hide_merges off");
 	return checks_passed_so_far() ? right : -1;
 }
 
@@ -551,7 +585,7 @@ static void test_hidden(const struct channel *ch)
 
 	CHECK(right >= 0 && right <= CHANCE_MAX,
 	      "%d right guesses, want %d or fewer", right, CHANCE_MAX);
-	if (!ch->request)
+	if (!ch->request && !ch->apart)
 		CHECK(bd->offered >= OFFERED_MIN &&
 		      4 * bd->merged >= 3 * bd->offered,
 		      "%d of %d trials merged, want three quarters of %d or more",

@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ksm_hide.c - hide_merges (samepage's): every page that holds still
+ * becomes a KSM page, merged or not, and a process's views of its own
+ * pages do not tell which. ksm_observe.c guesses through each view; this
+ * checks the mechanism and the setting's rules:
+ *
+ *   hide_every_page_ksm: NPAIRS pairs of equal pages and NUNIQ unique
+ *     ones in one process: every page comes to map a KSM page
+ *     (ksm_merging_pages), each pair one frame and each unique page its
+ *     own, root's pages_sharing counts the pairs alone; pagemap shows
+ *     every page exclusively mapped and smaps no Shared_ line; the first
+ *     write to any page copies it (cow_ksm), and every page holds its
+ *     content through all of it.
+ *   hide_counters_root_only: with hide_merges=1, pages_sharing is mode
+ *     0400 and a process of uid 1001 can neither open it nor read it
+ *     through a descriptor it opened before the setting; full_scans
+ *     stays readable; with hide_merges=0 again, mode 0444.
+ *   hide_request: MADV_MERGE returns 0 at once and merges nothing; ksmd
+ *     then merges the range.
+ *   hide_busy_and_bad_input: EBUSY while a KSM page exists, EINVAL for
+ *     2 and "x", the value unchanged each time; accepted after run=2.
+ *
+ * hide_merges is samepage's: every test skips on stock.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ksmtest.h"
+
+#ifndef MADV_MERGE
+#define MADV_MERGE	26
+#endif
+
+#define NPAIRS		32
+#define NUNIQ		32
+#define SEED		0x41de
+#define PM_MMAP_EXCLUSIVE	(1ULL << 56)
+
+static const char *const names[] = {
+	"hide_every_page_ksm", "hide_counters_root_only", "hide_request",
+	"hide_busy_and_bad_input",
+};
+
+/* run=2, hide_merges=@v, run=1: 0 or -errno of the first write failing. */
+static int set_hide(int v)
+{
+	int err = ksm_write("run", 2);
+
+	if (!err)
+		err = ksm_write("hide_merges", v);
+	if (!err)
+		err = ksm_write("run", 1);
+	return err;
+}
+
+/* The pages of [@p, @p + @n pages) whose pagemap entry says exclusive. */
+static int exclusive_pages(const char *p, int n)
+{
+	int k = 0;
+
+	for (int i = 0; i < n; i++)
+		k += !!(pagemap_entry(0, p + i * page_size) & PM_MMAP_EXCLUSIVE);
+	return k;
+}
+
+/* Do the unique pages of @u all have frames of their own? */
+static bool frames_distinct(const char *u, int n)
+{
+	for (int i = 0; i < n; i++)
+		for (int j = i + 1; j < n; j++)
+			if (page_pfn(u + i * page_size) ==
+			    page_pfn(u + j * page_size))
+				return false;
+	return true;
+}
+
+static bool uniq_hold(const char *u, int n)
+{
+	static char want[1 << 16];
+
+	for (int i = 0; i < n; i++) {
+		fill_pattern(want, SEED + 1, i);
+		if (memcmp(u + i * page_size, want, page_size))
+			return false;
+	}
+	return true;
+}
+
+static void test_every_page_ksm(void)
+{
+	char *p = map_pairs(NPAIRS, SEED), *u = map_pages(NUNIQ);
+	long cow;
+
+	for (int i = 0; i < NUNIQ; i++)
+		fill_pattern(u + i * page_size, SEED + 1, i);
+	CHECK(set_hide(1) == 0, "hide_merges=1");
+	CHECK(merge_pages(p, 2 * NPAIRS) == 0 && merge_pages(u, NUNIQ) == 0,
+	      "madvise");
+	CHECK(ksm_wait_counter("pages_sharing", NPAIRS), "pairs merge");
+	CHECK(ksm_wait_scans(2), "scans");
+	CHECK(ksm_stat(0, "ksm_merging_pages") == 2 * NPAIRS + NUNIQ,
+	      "every page maps a KSM page (%ld)",
+	      ksm_stat(0, "ksm_merging_pages"));
+	CHECK(ksm_read("pages_sharing") == NPAIRS &&
+	      ksm_read("pages_shared") == NPAIRS + NUNIQ,
+	      "root sees pages_sharing %ld, pages_shared %ld",
+	      ksm_read("pages_sharing"), ksm_read("pages_shared"));
+	CHECK(pairs_shared(p, NPAIRS) == NPAIRS && frames_distinct(u, NUNIQ),
+	      "each pair one frame (%d), each unique page its own",
+	      pairs_shared(p, NPAIRS));
+	CHECK(exclusive_pages(p, 2 * NPAIRS) == 2 * NPAIRS &&
+	      exclusive_pages(u, NUNIQ) == NUNIQ,
+	      "pagemap: every page exclusive (%d, %d)",
+	      exclusive_pages(p, 2 * NPAIRS), exclusive_pages(u, NUNIQ));
+	CHECK(smaps_kb(0, p, "Shared_Clean") == 0 &&
+	      smaps_kb(0, p, "Shared_Dirty") == 0 &&
+	      smaps_kb(0, p, "KSM") >= (long)(2 * NPAIRS * page_size / 1024),
+	      "smaps: no Shared_, KSM %ld kB", smaps_kb(0, p, "KSM"));
+	CHECK(pairs_hold(p, NPAIRS, SEED) && uniq_hold(u, NUNIQ), "content");
+	cow = vmstat("cow_ksm");
+	for (int i = 0; i < 2 * NPAIRS; i++)
+		((volatile char *)p)[i * page_size + 1] ^= 0;
+	for (int i = 0; i < NUNIQ; i++)
+		((volatile char *)u)[i * page_size + 1] ^= 0;
+	CHECK(vmstat("cow_ksm") - cow == 2 * NPAIRS + NUNIQ,
+	      "every first write copies (%ld)", vmstat("cow_ksm") - cow);
+	CHECK(pairs_hold(p, NPAIRS, SEED) && uniq_hold(u, NUNIQ),
+	      "content after the writes");
+	munmap(p, 2 * NPAIRS * page_size);
+	munmap(u, NUNIQ * page_size);
+	CHECK(set_hide(0) == 0, "hide_merges=0");
+	ktap_result(checks_passed(), "%s", names[0]);
+}
+
+/*
+ * As uid 1001: 0 if pages_sharing can neither be opened nor read through
+ * @fd (opened before), and full_scans can be read; else a line number.
+ */
+static int unprivileged_reads(int fd)
+{
+	char buf[32];
+
+	if (setgid(1001) || setuid(1001))
+		return __LINE__;
+	if (read(fd, buf, sizeof(buf)) >= 0 || errno != EACCES)
+		return __LINE__;
+	if (open(KSM_DIR "pages_sharing", O_RDONLY) >= 0 || errno != EACCES)
+		return __LINE__;
+	if (ksm_read("full_scans") < 0)
+		return __LINE__;
+	return 0;
+}
+
+static void test_counters_root_only(void)
+{
+	int fd = open(KSM_DIR "pages_sharing", O_RDONLY);
+	int to_kid[2], status = -1;
+	struct stat st;
+	pid_t pid;
+	char c;
+
+	CHECK(fd >= 0 && pipe(to_kid) == 0, "open, pipe");
+	pid = fork();
+	if (pid == 0) {
+		/* Wait for the parent to set hide_merges. */
+		if (read(to_kid[0], &c, 1) != 1)
+			_exit(1);
+		_exit(unprivileged_reads(fd));
+	}
+	CHECK(set_hide(1) == 0, "hide_merges=1");
+	CHECK(stat(KSM_DIR "pages_sharing", &st) == 0 &&
+	      (st.st_mode & 0777) == 0400, "mode 0%o", st.st_mode & 0777);
+	CHECK(write(to_kid[1], "g", 1) == 1 && waitpid(pid, &status, 0) == pid,
+	      "child");
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	      "uid 1001 reads: failed at line %d", WEXITSTATUS(status));
+	CHECK(ksm_read("pages_sharing") >= 0, "root reads it");
+	CHECK(set_hide(0) == 0, "hide_merges=0");
+	CHECK(stat(KSM_DIR "pages_sharing", &st) == 0 &&
+	      (st.st_mode & 0777) == 0444, "mode 0%o after", st.st_mode & 0777);
+	close(fd);
+	close(to_kid[0]);
+	close(to_kid[1]);
+	ktap_result(checks_passed(), "%s", names[1]);
+}
+
+static void test_request(void)
+{
+	char *p = map_pairs(NPAIRS, SEED + 2);
+
+	CHECK(set_hide(1) == 0, "hide_merges=1");
+	CHECK(madvise(p, 2 * NPAIRS * page_size, MADV_MERGE) == 0,
+	      "MADV_MERGE: 0");
+	CHECK(ksm_stat(0, "ksm_merging_pages") == 0 &&
+	      pairs_shared(p, NPAIRS) == 0,
+	      "nothing merged by the request (%ld)",
+	      ksm_stat(0, "ksm_merging_pages"));
+	CHECK(ksm_wait_counter("pages_sharing", NPAIRS), "ksmd merges it");
+	CHECK(pairs_shared(p, NPAIRS) == NPAIRS && pairs_hold(p, NPAIRS,
+							      SEED + 2),
+	      "merged, content");
+	munmap(p, 2 * NPAIRS * page_size);
+	CHECK(set_hide(0) == 0, "hide_merges=0");
+	ktap_result(checks_passed(), "%s", names[2]);
+}
+
+static void test_busy_and_bad_input(void)
+{
+	static const char *const bad[] = { "2", "x" };
+	char *p = map_pairs(NPAIRS, SEED + 3);
+
+	CHECK(merge_pages(p, 2 * NPAIRS) == 0, "madvise");
+	CHECK(ksm_wait_counter("pages_sharing", NPAIRS), "pairs merge");
+	CHECK(ksm_write("hide_merges", 1) == -EBUSY &&
+	      ksm_read("hide_merges") == 0, "EBUSY with KSM pages, unchanged");
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
+		CHECK(ksm_write_str("hide_merges", bad[i]) == -EINVAL &&
+		      ksm_read("hide_merges") == 0,
+		      "\"%s\": EINVAL, unchanged", bad[i]);
+	CHECK(pairs_hold(p, NPAIRS, SEED + 3), "content");
+	CHECK(set_hide(1) == 0 && ksm_read("hide_merges") == 1,
+	      "accepted after run=2");
+	CHECK(set_hide(0) == 0, "hide_merges=0");
+	munmap(p, 2 * NPAIRS * page_size);
+	ktap_result(checks_passed(), "%s", names[3]);
+}
+
+int main(void)
+{
+	ksm_save_settings();
+	ktap_plan(ARRAY_SIZE(names));
+	if (ksm_read("hide_merges") < 0)
+		return ktap_skip_all(names, ARRAY_SIZE(names),
+				     "no hide_merges (not samepage)");
+	if (!CHECK(ksm_reset() == 0, "reset"))
+		return ktap_skip_all(names, ARRAY_SIZE(names), "no KSM");
+	test_every_page_ksm();
+	CHECK(ksm_reset() == 0, "reset");
+	test_counters_root_only();
+	CHECK(ksm_reset() == 0, "reset");
+	test_request();
+	CHECK(ksm_reset() == 0, "reset");
+	test_busy_and_bad_input();
+	return ktap_finish();
+}
