@@ -382,10 +382,10 @@ static void sp_knode_unused(struct sp_knode *node)
 
 /*
  * Make @r->page the first page of a new KSM page of key @key, and put the
- * node in the stable table: the page
- * itself, or with @fresh a new frame that it is copied into, which is
- * then @r->kpage, with a reference that the caller puts. The page is
- * mapped but not linked as a sharer. Returns the node, or NULL.
+ * node in the stable table: the page itself, or with @fresh a new frame
+ * that it is copied into, which is then @r->kpage, with a reference that
+ * the caller puts. The page is mapped but not linked as a sharer.
+ * Returns the node, or NULL.
  */
 static struct sp_knode *sp_knode_start(struct sp_slot *slot,
 				       unsigned long addr,
