@@ -12,6 +12,11 @@
  *     every page exclusively mapped and smaps no Shared_ line; the first
  *     write to any page copies it (cow_ksm), and every page holds its
  *     content through all of it.
+ *   hide_charged_per_mapping: NBIG unique pages of a process in a memory
+ *     cgroup all become KSM pages, whose frames are the root cgroup's, but
+ *     the cgroup's memory.current does not fall (each mapping is charged
+ *     a page, shown as kernel memory in memory.stat), within CHARGE_SLACK
+ *     pages of per-CPU charge batches; the pages hold their content.
  *   hide_counters_root_only: with hide_merges=1, pages_sharing is mode
  *     0400 and a process of uid 1001 can neither open it nor read it
  *     through a descriptor it opened before the setting; full_scans
@@ -42,10 +47,13 @@
 #define NUNIQ		32
 #define SEED		0x41de
 #define PM_MMAP_EXCLUSIVE	(1ULL << 56)
+#define NBIG		1024
+#define CHARGE_SLACK	256
+#define CG		CGROUP_ROOT "/ksm_hide"
 
 static const char *const names[] = {
-	"hide_every_page_ksm", "hide_counters_root_only", "hide_request",
-	"hide_busy_and_bad_input",
+	"hide_every_page_ksm", "hide_charged_per_mapping",
+	"hide_counters_root_only", "hide_request", "hide_busy_and_bad_input",
 };
 
 /* run=2, hide_merges=@v, run=1: 0 or -errno of the first write failing. */
@@ -139,6 +147,49 @@ static void test_every_page_ksm(void)
 	ktap_result(checks_passed(), "%s", names[0]);
 }
 
+/* Move this process to cgroup @cg. */
+static int join_cgroup(const char *cg)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
+	return write_file(path, "0");
+}
+
+static void test_charged_per_mapping(void)
+{
+	long before, after, kernel;
+	char *u;
+
+	if (memcg_create(CG) || join_cgroup(CG)) {
+		ktap_skip_named(names[1], "no memory cgroups");
+		return;
+	}
+	u = map_pages(NBIG);
+	for (int i = 0; i < NBIG; i++)
+		fill_pattern(u + i * page_size, SEED + 1, i);
+	kernel = key_value(CG "/memory.stat", "kernel");
+	before = read_long(CG "/memory.current");
+	CHECK(set_hide(1) == 0 && merge_pages(u, NBIG) == 0,
+	      "hide_merges=1, madvise");
+	CHECK(ksm_wait_counter("pages_shared", NBIG), "every page KSM");
+	after = read_long(CG "/memory.current");
+	CHECK(ksm_stat(0, "ksm_merging_pages") == NBIG,
+	      "ksm_merging_pages %ld", ksm_stat(0, "ksm_merging_pages"));
+	CHECK(after >= before - CHARGE_SLACK * (long)page_size,
+	      "memory.current %ld, was %ld", after, before);
+	CHECK(key_value(CG "/memory.stat", "kernel") - kernel >=
+	      (long)((NBIG - CHARGE_SLACK) * page_size),
+	      "kernel memory grew by %ld",
+	      key_value(CG "/memory.stat", "kernel") - kernel);
+	CHECK(uniq_hold(u, NBIG), "content");
+	munmap(u, NBIG * page_size);
+	CHECK(join_cgroup(CGROUP_ROOT) == 0 && set_hide(0) == 0,
+	      "back to the root cgroup, hide_merges=0");
+	cgroup_remove(CG);
+	ktap_result(checks_passed(), "%s", names[1]);
+}
+
 /*
  * As uid 1001: 0 if pages_sharing can neither be opened nor read through
  * @fd (opened before), and full_scans can be read; else a line number.
@@ -188,7 +239,7 @@ static void test_counters_root_only(void)
 	close(fd);
 	close(to_kid[0]);
 	close(to_kid[1]);
-	ktap_result(checks_passed(), "%s", names[1]);
+	ktap_result(checks_passed(), "%s", names[2]);
 }
 
 static void test_request(void)
@@ -208,7 +259,7 @@ static void test_request(void)
 	      "merged, content");
 	munmap(p, 2 * NPAIRS * page_size);
 	CHECK(set_hide(0) == 0, "hide_merges=0");
-	ktap_result(checks_passed(), "%s", names[2]);
+	ktap_result(checks_passed(), "%s", names[3]);
 }
 
 static void test_busy_and_bad_input(void)
@@ -229,7 +280,7 @@ static void test_busy_and_bad_input(void)
 	      "accepted after run=2");
 	CHECK(set_hide(0) == 0, "hide_merges=0");
 	munmap(p, 2 * NPAIRS * page_size);
-	ktap_result(checks_passed(), "%s", names[3]);
+	ktap_result(checks_passed(), "%s", names[4]);
 }
 
 int main(void)
@@ -242,6 +293,8 @@ int main(void)
 	if (!CHECK(ksm_reset() == 0, "reset"))
 		return ktap_skip_all(names, ARRAY_SIZE(names), "no KSM");
 	test_every_page_ksm();
+	CHECK(ksm_reset() == 0, "reset");
+	test_charged_per_mapping();
 	CHECK(ksm_reset() == 0, "reset");
 	test_counters_root_only();
 	CHECK(ksm_reset() == 0, "reset");

@@ -13,6 +13,8 @@
 #include <linux/slab.h>
 #include <linux/xarray.h>
 
+#include <linux/memcontrol.h>
+
 #include "samepage.h"
 
 #define CREATE_TRACE_POINTS
@@ -191,6 +193,9 @@ void sp_slot_free(struct sp_slot *slot)
 	struct mm_struct *mm = slot->mm;
 
 	xa_destroy(&slot->pages);
+	/* Every charged sharer was dropped before: nothing stays charged. */
+	if (slot->objcg)
+		obj_cgroup_put(slot->objcg);
 	kmem_cache_free(sp_slot_cache, slot);
 	mmdrop(mm);
 }

@@ -33,9 +33,10 @@
  * setting (or hide_merges) is on, and is freed when it is turned off.
  *
  * Under hide_merges every new KSM page is made in such a frame, charged
- * to the root memory cgroup, which has no limit: so a cgroup's charge
- * falls by a page whenever a page of its becomes a KSM page, whether or
- * not it joined another process's (ksm.rst says what this costs).
+ * to the root memory cgroup, and each mapping of a KSM page is charged a
+ * page to its mm's cgroup instead (sp_hide_charge()): a cgroup's charge
+ * then stays as it was when a page of its becomes a KSM page, whether or
+ * not it joined another process's, and no limit is passed by merging.
  *
  * A frame of the pool is free memory that ksmd holds, so it must not pin
  * the block it lies in: memory offline refuses a block with a page it
@@ -62,6 +63,7 @@
 #include <linux/migrate.h>
 #include <linux/nodemask.h>
 #include <linux/random.h>
+#include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <linux/swap.h>
@@ -314,6 +316,58 @@ struct folio *sp_fresh_folio(struct mm_struct *mm, struct page *page,
 	folio_set_dirty(folio);
 	return folio;
 }
+
+#ifdef CONFIG_MEMCG
+/**
+ * sp_hide_charge - charge a new mapping of a KSM page to its memory cgroup
+ * @slot: the slot of the mapping's mm
+ * @av: the sharer's anon_vma word, which gets SP_SHARER_CHARGED if charged
+ *
+ * Under hide_merges the frames of KSM pages are charged to the root
+ * memory cgroup, and each mapping of one is charged a page, as kernel
+ * memory, to the memory cgroup of its mm instead: so a page of a process
+ * costs its cgroup a page, merged or not, and no limit is passed by
+ * merging. The charge goes to the cgroup of the slot's first charge for
+ * as long as the slot lives. Like the charge of a fresh frame it neither
+ * reclaims nor fails at the limit, since the page mapped before is freed.
+ *
+ * Return: 0, or -ENOMEM if the charge failed.
+ */
+int sp_hide_charge(struct sp_slot *slot, unsigned long *av)
+{
+	struct mem_cgroup *memcg, *old;
+
+	lockdep_assert_held(&sp_mutex);
+	if (!READ_ONCE(ksm_hide_merges))
+		return 0;
+	if (!slot->objcg) {
+		memcg = get_mem_cgroup_from_mm(slot->mm);
+		old = set_active_memcg(memcg);
+		slot->objcg = get_obj_cgroup_from_current();
+		set_active_memcg(old);
+		mem_cgroup_put(memcg);
+		/* The root cgroup, or no kernel memory accounting. */
+		if (!slot->objcg)
+			return 0;
+	}
+	if (obj_cgroup_charge(slot->objcg, GFP_NOWAIT | __GFP_HIGH |
+			      __GFP_NOWARN, PAGE_SIZE))
+		return -ENOMEM;
+	*av |= SP_SHARER_CHARGED;
+	return 0;
+}
+
+/**
+ * sp_hide_uncharge - undo sp_hide_charge() for a mapping going
+ * @slot: the slot of the mapping's mm
+ * @av: the sharer's anon_vma word
+ */
+void sp_hide_uncharge(struct sp_slot *slot, unsigned long av)
+{
+	if (av & SP_SHARER_CHARGED)
+		obj_cgroup_uncharge(slot->objcg, PAGE_SIZE);
+}
+#endif
 
 /**
  * sp_fresh_abandon - let go of a fresh KSM page that nothing was merged into

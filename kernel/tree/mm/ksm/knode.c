@@ -10,7 +10,7 @@
  * All of it runs under sp_mutex; a node's sharers change only with its
  * KSM folio locked, or once the folio is gone.
  *
- * Layering (see samepage.h): calls into core.c, index.c, rmap.c.
+ * Layering (see samepage.h): calls into core.c, fresh.c, index.c, rmap.c.
  */
 #include <linux/jiffies.h>
 #include <linux/mm.h>
@@ -267,8 +267,12 @@ bool sp_sharer_link(struct sp_knode *node, struct sp_slot *slot,
 		return false;
 	if (sp_sharers_full(node) && !sp_sharers_resize(node, 2 * node->cap))
 		return false;
-	if (!sp_entry_set(slot, vpn, node))
+	if (sp_hide_charge(slot, &sh.av))
 		return false;
+	if (!sp_entry_set(slot, vpn, node)) {
+		sp_hide_uncharge(slot, sh.av);
+		return false;
+	}
 	sp_sharer_place(node, &sh);
 	if (node->nr_sharers++)
 		sp_stats.sharing++;
@@ -291,6 +295,7 @@ static void sp_sharer_unlink(struct sp_knode *node, struct sp_sharer *sh,
 	else
 		sp_stats.shared--;
 	put_anon_vma(sp_sharer_av(sh));
+	sp_hide_uncharge(slot, sh->av);
 	slot->mm->ksm_merging_pages--;
 	if (!keep)
 		sp_entry_set(slot, sp_loc_addr(sh->loc) >> PAGE_SHIFT, NULL);

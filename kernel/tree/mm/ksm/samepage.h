@@ -157,6 +157,9 @@
  *	two passes in turn by parity (estimate.c); written by ksmd under
  *	sp_mutex, read without it
  * @est_pass: the pass each of @est counts
+ * @objcg: under hide_merges, the memory cgroup that the mm's mappings of
+ *	KSM pages are charged to, a page each (fresh.c), taken at the first
+ *	charge and kept while the slot lives; under sp_mutex
  *
  * A slot lives from the mm's first request to merge until ksmd finds the
  * mm exited or without a mergeable VMA, or __ksm_exit() finds nothing of
@@ -176,6 +179,7 @@ struct sp_slot {
 	unsigned long visiting;
 	unsigned long est[2];
 	unsigned long est_pass[2];
+	struct obj_cgroup *objcg;
 };
 
 /**
@@ -252,10 +256,13 @@ struct sp_sharer {
 };
 
 #define SP_SHARER_LINEAR	1UL
+/* The mapping is charged to its slot's memory cgroup (hide_merges). */
+#define SP_SHARER_CHARGED	2UL
+#define SP_SHARER_FLAGS		(SP_SHARER_LINEAR | SP_SHARER_CHARGED)
 
 static inline struct anon_vma *sp_sharer_av(const struct sp_sharer *sh)
 {
-	return (struct anon_vma *)(sh->av & ~SP_SHARER_LINEAR);
+	return (struct anon_vma *)(sh->av & ~SP_SHARER_FLAGS);
 }
 
 static inline bool sp_sharer_linear(const struct sp_sharer *sh)
@@ -983,6 +990,19 @@ struct folio *sp_fresh_folio(struct mm_struct *mm, struct page *page,
 			     struct sp_knode *node);
 void sp_fresh_abandon(struct folio *folio);
 void sp_fresh_drain(void);
+#ifdef CONFIG_MEMCG
+int sp_hide_charge(struct sp_slot *slot, unsigned long *av);
+void sp_hide_uncharge(struct sp_slot *slot, unsigned long av);
+#else
+static inline int sp_hide_charge(struct sp_slot *slot, unsigned long *av)
+{
+	return 0;
+}
+
+static inline void sp_hide_uncharge(struct sp_slot *slot, unsigned long av)
+{
+}
+#endif
 
 /* sysfs.c */
 int sp_sysfs_init(void);
