@@ -10,13 +10,18 @@
  *     (ksm_merging_pages), each pair one frame and each unique page its
  *     own, root's pages_sharing counts the pairs alone; pagemap shows
  *     every page exclusively mapped and smaps no Shared_ line; the first
- *     write to any page copies it (cow_ksm), and every page holds its
+ *     access to any page copies it (cow_ksm), and every page holds its
  *     content through all of it.
  *   hide_charged_per_mapping: NBIG unique pages of a process in a memory
  *     cgroup all become KSM pages, whose frames are the root cgroup's, but
  *     the cgroup's memory.current does not fall (each mapping is charged
  *     a page, shown as kernel memory in memory.stat), within CHARGE_SLACK
  *     pages of per-CPU charge batches; the pages hold their content.
+ *   hide_read_copies: where the kernel has NUMA balancing (whose
+ *     PROT_NONE PTEs hide a KSM page from every access), a read of the
+ *     first page of each merged pair takes a fault (RUSAGE minflt) and a
+ *     private frame: no pair shares a frame afterwards, and every page
+ *     holds its content.
  *   hide_counters_root_only: with hide_merges=1, pages_sharing is mode
  *     0400 and a process of uid 1001 can neither open it nor read it
  *     through a descriptor it opened before the setting; full_scans
@@ -33,6 +38,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -52,7 +58,7 @@
 #define CG		CGROUP_ROOT "/ksm_hide"
 
 static const char *const names[] = {
-	"hide_every_page_ksm", "hide_charged_per_mapping",
+	"hide_every_page_ksm", "hide_charged_per_mapping", "hide_read_copies",
 	"hide_counters_root_only", "hide_request", "hide_busy_and_bad_input",
 };
 
@@ -131,14 +137,15 @@ static void test_every_page_ksm(void)
 	      smaps_kb(0, p, "Shared_Dirty") == 0 &&
 	      smaps_kb(0, p, "KSM") >= (long)(2 * NPAIRS * page_size / 1024),
 	      "smaps: no Shared_, KSM %ld kB", smaps_kb(0, p, "KSM"));
-	CHECK(pairs_hold(p, NPAIRS, SEED) && uniq_hold(u, NUNIQ), "content");
+	/* A copy at the first access: a read where NUMA balancing is built. */
 	cow = vmstat("cow_ksm");
+	CHECK(pairs_hold(p, NPAIRS, SEED) && uniq_hold(u, NUNIQ), "content");
 	for (int i = 0; i < 2 * NPAIRS; i++)
 		((volatile char *)p)[i * page_size + 1] ^= 0;
 	for (int i = 0; i < NUNIQ; i++)
 		((volatile char *)u)[i * page_size + 1] ^= 0;
 	CHECK(vmstat("cow_ksm") - cow == 2 * NPAIRS + NUNIQ,
-	      "every first write copies (%ld)", vmstat("cow_ksm") - cow);
+	      "every first access copies (%ld)", vmstat("cow_ksm") - cow);
 	CHECK(pairs_hold(p, NPAIRS, SEED) && uniq_hold(u, NUNIQ),
 	      "content after the writes");
 	munmap(p, 2 * NPAIRS * page_size);
@@ -190,6 +197,43 @@ static void test_charged_per_mapping(void)
 	ktap_result(checks_passed(), "%s", names[1]);
 }
 
+static long minor_faults(void)
+{
+	struct rusage ru;
+
+	return getrusage(RUSAGE_SELF, &ru) ? -1 : ru.ru_minflt;
+}
+
+static void test_read_copies(void)
+{
+	char *p = map_pairs(NPAIRS, SEED + 4);
+	long faults;
+	char sum = 0;
+
+	if (access("/proc/sys/kernel/numa_balancing", F_OK)) {
+		ktap_skip_named(names[2], "no NUMA balancing");
+		munmap(p, 2 * NPAIRS * page_size);
+		return;
+	}
+	CHECK(set_hide(1) == 0 && merge_pages(p, 2 * NPAIRS) == 0,
+	      "hide_merges=1, madvise");
+	CHECK(ksm_wait_counter("pages_sharing", NPAIRS), "pairs merge");
+	CHECK(pairs_shared(p, NPAIRS) == NPAIRS, "pairs share frames");
+	faults = minor_faults();
+	for (int i = 0; i < NPAIRS; i++)
+		sum += ((volatile char *)p)[2 * i * page_size + 5];
+	faults = minor_faults() - faults;
+	CHECK(faults >= NPAIRS, "%ld faults for %d first reads (%d)", faults,
+	      NPAIRS, sum);
+	CHECK(pairs_shared(p, NPAIRS) == 0,
+	      "each read page has a frame of its own (%d pairs share)",
+	      pairs_shared(p, NPAIRS));
+	CHECK(pairs_hold(p, NPAIRS, SEED + 4), "content");
+	munmap(p, 2 * NPAIRS * page_size);
+	CHECK(set_hide(0) == 0, "hide_merges=0");
+	ktap_result(checks_passed(), "%s", names[2]);
+}
+
 /*
  * As uid 1001: 0 if pages_sharing can neither be opened nor read through
  * @fd (opened before), and full_scans can be read; else a line number.
@@ -239,7 +283,7 @@ static void test_counters_root_only(void)
 	close(fd);
 	close(to_kid[0]);
 	close(to_kid[1]);
-	ktap_result(checks_passed(), "%s", names[2]);
+	ktap_result(checks_passed(), "%s", names[3]);
 }
 
 static void test_request(void)
@@ -259,7 +303,7 @@ static void test_request(void)
 	      "merged, content");
 	munmap(p, 2 * NPAIRS * page_size);
 	CHECK(set_hide(0) == 0, "hide_merges=0");
-	ktap_result(checks_passed(), "%s", names[3]);
+	ktap_result(checks_passed(), "%s", names[4]);
 }
 
 static void test_busy_and_bad_input(void)
@@ -280,7 +324,7 @@ static void test_busy_and_bad_input(void)
 	      "accepted after run=2");
 	CHECK(set_hide(0) == 0, "hide_merges=0");
 	munmap(p, 2 * NPAIRS * page_size);
-	ktap_result(checks_passed(), "%s", names[4]);
+	ktap_result(checks_passed(), "%s", names[5]);
 }
 
 int main(void)
@@ -295,6 +339,8 @@ int main(void)
 	test_every_page_ksm();
 	CHECK(ksm_reset() == 0, "reset");
 	test_charged_per_mapping();
+	CHECK(ksm_reset() == 0, "reset");
+	test_read_copies();
 	CHECK(ksm_reset() == 0, "reset");
 	test_counters_root_only();
 	CHECK(ksm_reset() == 0, "reset");

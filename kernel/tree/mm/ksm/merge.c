@@ -429,7 +429,7 @@ static pte_t sp_new_pte(struct vm_area_struct *vma, unsigned long addr,
 	} else {
 		folio_get(kfolio);
 		folio_add_anon_rmap_pte(kfolio, kpage, vma, addr, RMAP_NONE);
-		pte = mk_pte(kpage, vma->vm_page_prot);
+		pte = ksm_hidden_pte(kfolio, mk_pte(kpage, vma->vm_page_prot));
 	}
 	return pte_soft_dirty(old) ? pte_mksoft_dirty(pte) : pte;
 }

@@ -271,7 +271,9 @@ struct folio *ksm_might_need_to_copy(struct folio *folio,
 {
 	struct folio *copy;
 
-	if (folio_test_large(folio) || sp_swapin_fits(folio, vma, addr))
+	/* A hidden KSM page is copied at any access (ksm_hidden_pte()). */
+	if (folio_test_large(folio) ||
+	    (sp_swapin_fits(folio, vma, addr) && !folio_ksm_hidden(folio)))
 		return folio;
 	if (PageHWPoison(folio_page(folio, 0)))
 		return ERR_PTR(-EHWPOISON);
