@@ -10,7 +10,8 @@
  *     (ksm_merging_pages), each pair one frame and each unique page its
  *     own, root's pages_sharing counts the pairs alone; pagemap shows
  *     every page exclusively mapped and smaps no Shared_ line; the first
- *     access to any page copies it (cow_ksm), and every page holds its
+ *     access to any page copies it (cow_ksm, once a page at least), and
+ *     every page holds its
  *     content through all of it.
  *   hide_charged_per_mapping: NBIG unique pages of a process in a memory
  *     cgroup all become KSM pages, whose frames are the root cgroup's, but
@@ -38,7 +39,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -144,7 +144,8 @@ static void test_every_page_ksm(void)
 		((volatile char *)p)[i * page_size + 1] ^= 0;
 	for (int i = 0; i < NUNIQ; i++)
 		((volatile char *)u)[i * page_size + 1] ^= 0;
-	CHECK(vmstat("cow_ksm") - cow == 2 * NPAIRS + NUNIQ,
+	/* At least: ksmd may merge the copies again meanwhile. */
+	CHECK(vmstat("cow_ksm") - cow >= 2 * NPAIRS + NUNIQ,
 	      "every first access copies (%ld)", vmstat("cow_ksm") - cow);
 	CHECK(pairs_hold(p, NPAIRS, SEED) && uniq_hold(u, NUNIQ),
 	      "content after the writes");
@@ -195,13 +196,6 @@ static void test_charged_per_mapping(void)
 	      "back to the root cgroup, hide_merges=0");
 	cgroup_remove(CG);
 	ktap_result(checks_passed(), "%s", names[1]);
-}
-
-static long minor_faults(void)
-{
-	struct rusage ru;
-
-	return getrusage(RUSAGE_SELF, &ru) ? -1 : ru.ru_minflt;
 }
 
 static void test_read_copies(void)
