@@ -17,7 +17,8 @@
  *     cgroup all become KSM pages, whose frames are the root cgroup's, but
  *     the cgroup's memory.current does not fall (each mapping is charged
  *     a page, shown as kernel memory in memory.stat), within CHARGE_SLACK
- *     pages of per-CPU charge batches; the pages hold their content.
+ *     pages of per-CPU charge batches; the pages hold their content, and
+ *     once read (each a copy) are not charged twice.
  *   hide_read_copies: where the kernel has NUMA balancing (whose
  *     PROT_NONE PTEs hide a KSM page from every access), a read of the
  *     first page of each merged pair takes a fault (RUSAGE minflt) and a
@@ -191,6 +192,11 @@ static void test_charged_per_mapping(void)
 	      "kernel memory grew by %ld",
 	      key_value(CG "/memory.stat", "kernel") - kernel);
 	CHECK(uniq_hold(u, NBIG), "content");
+	/* The reads took copies: their charge replaced the mappings'. */
+	CHECK(read_long(CG "/memory.current") <=
+	      before + CHARGE_SLACK * (long)page_size,
+	      "memory.current %ld after the reads, was %ld",
+	      read_long(CG "/memory.current"), before);
 	munmap(u, NBIG * page_size);
 	CHECK(join_cgroup(CGROUP_ROOT) == 0 && set_hide(0) == 0,
 	      "back to the root cgroup, hide_merges=0");

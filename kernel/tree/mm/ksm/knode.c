@@ -282,6 +282,44 @@ bool sp_sharer_link(struct sp_knode *node, struct sp_slot *slot,
 	return true;
 }
 
+/**
+ * ksm_hidden_access - a mapping of a hidden KSM page is about to be copied
+ * @mm: the mm of the mapping
+ * @addr: its address
+ * @folio: the KSM folio, referenced
+ *
+ * do_numa_page() calls this before the copy that any access to a hidden
+ * KSM page takes (ksm_hidden_pte()): the page charged for the mapping
+ * (sp_hide_charge()) is uncharged now, since the copy is charged as any
+ * anonymous page is, rather than when ksmd next finds the mapping gone.
+ * A folio locked by someone else leaves that to ksmd; a copy that then
+ * fails leaves the mapping uncharged.
+ *
+ * Context: may sleep; takes the folio lock (trylock) and sp_slots_lock.
+ */
+void ksm_hidden_access(struct mm_struct *mm, unsigned long addr,
+		       struct folio *folio)
+{
+	struct sp_knode *node;
+	struct sp_sharer *sh;
+	struct sp_slot *slot;
+
+	if (!folio_trylock(folio))
+		return;
+	node = sp_folio_node(folio);
+	/* A linked slot cannot be freed while sp_slots_lock is held. */
+	spin_lock(&sp_slots_lock);
+	slot = node ? sp_slot_of(mm) : NULL;
+	sh = slot ? sp_sharer_find(node, sp_loc(slot->id, addr >> PAGE_SHIFT)) :
+		    NULL;
+	if (sh && (sh->av & SP_SHARER_CHARGED)) {
+		sh->av &= ~SP_SHARER_CHARGED;
+		sp_hide_uncharge(slot, SP_SHARER_CHARGED);
+	}
+	spin_unlock(&sp_slots_lock);
+	folio_unlock(folio);
+}
+
 /*
  * Account for sharer @sh of @slot going from @node, whose table the caller
  * mends, and forget its page unless @keep (the caller erases it); KSM

@@ -158,6 +158,11 @@ again:
 	err = sp_request_allowed();
 	if (err)
 		return err;
+	/* hide_merges may have been set since the request began. */
+	if (READ_ONCE(ksm_hide_merges)) {
+		r->addr = r->end;
+		return 0;
+	}
 	/* Not registered: no VMA in the mm was made mergeable. */
 	slot = sp_request_slot(r->mm);
 	if (!slot) {

@@ -12,6 +12,7 @@
 #include <linux/fs.h>
 #include <linux/kernfs.h>
 #include <linux/kobject.h>
+#include <linux/memcontrol.h>
 #include <linux/ksm.h>
 #include <linux/mm.h>
 #include <linux/oom.h>
@@ -463,7 +464,8 @@ static ssize_t hide_merges_show(struct kobject *k, struct kobj_attribute *a,
 /*
  * Like merge_across_nodes, hide_merges changes only while no KSM page
  * exists (EBUSY otherwise): KSM pages made under one value would show
- * their mappers under the other what merged.
+ * their mappers under the other what merged. It is refused (EINVAL)
+ * where memory cgroups do not account kernel memory.
  */
 static ssize_t hide_merges_store(struct kobject *k, struct kobj_attribute *a,
 				 const char *buf, size_t count)
@@ -472,6 +474,13 @@ static ssize_t hide_merges_store(struct kobject *k, struct kobj_attribute *a,
 	bool v;
 
 	if (kstrtobool(buf, &v))
+		return -EINVAL;
+	/*
+	 * Each mapping is charged to its memory cgroup as kernel memory
+	 * (fresh.c): without that accounting a merge would show in
+	 * memory.current.
+	 */
+	if (v && !mem_cgroup_disabled() && mem_cgroup_kmem_disabled())
 		return -EINVAL;
 	mutex_lock(&sp_mutex);
 	if (READ_ONCE(ksm_hide_merges) != v) {
