@@ -219,6 +219,8 @@ static void test_read_copies(void)
 	      "hide_merges=1, madvise");
 	CHECK(ksm_wait_counter("pages_sharing", NPAIRS), "pairs merge");
 	CHECK(pairs_shared(p, NPAIRS) == NPAIRS, "pairs share frames");
+	/* Stopped, so that ksmd does not merge the copies again. */
+	CHECK(ksm_write("run", 0) == 0, "run=0");
 	faults = minor_faults();
 	for (int i = 0; i < NPAIRS; i++)
 		sum += ((volatile char *)p)[2 * i * page_size + 5];
@@ -290,14 +292,20 @@ static void test_request(void)
 {
 	char *p = map_pairs(NPAIRS, SEED + 2);
 
-	CHECK(set_hide(1) == 0, "hide_merges=1");
+	/*
+	 * ksmd sleeps long between passes, so that it cannot visit the
+	 * range twice before the check: a page merges at its second visit.
+	 */
+	CHECK(set_hide(1) == 0 && ksm_write("sleep_millisecs", 60000) == 0,
+	      "hide_merges=1, ksmd slow");
 	CHECK(madvise(p, 2 * NPAIRS * page_size, MADV_MERGE) == 0,
 	      "MADV_MERGE: 0");
 	CHECK(ksm_stat(0, "ksm_merging_pages") == 0 &&
 	      pairs_shared(p, NPAIRS) == 0,
 	      "nothing merged by the request (%ld)",
 	      ksm_stat(0, "ksm_merging_pages"));
-	CHECK(ksm_wait_counter("pages_sharing", NPAIRS), "ksmd merges it");
+	CHECK(ksm_write("sleep_millisecs", 0) == 0 &&
+	      ksm_wait_counter("pages_sharing", NPAIRS), "ksmd merges it");
 	CHECK(pairs_shared(p, NPAIRS) == NPAIRS && pairs_hold(p, NPAIRS,
 							      SEED + 2),
 	      "merged, content");
