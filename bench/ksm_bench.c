@@ -1103,6 +1103,24 @@ static void bench_zero_only(void)
 }
 
 /*
+ * The pages saved (pages_sharing + ksm_zero_pages) once merging is at a
+ * steady state: a full scan adds nothing, VM_SCANS scans after full scan
+ * @from at least; -1 if a scan timed out.
+ */
+static long merged_steady(long from)
+{
+	long scans = from, saved = -1, last;
+
+	do {
+		last = saved;
+		if (!wait_scans_until(++scans))
+			return -1;
+		saved = ksm_read("pages_sharing") + ksm_read("ksm_zero_pages");
+	} while (scans < from + VM_SCANS || saved != last);
+	return saved;
+}
+
+/*
  * One workload under estimate, then merged for real: the saving estimate's
  * last complete pass counted (estimated_pages_sharing + estimated_zero_pages)
  * into *@est, ksmd's CPU per page scanned in estimate mode over
@@ -1113,7 +1131,7 @@ static void bench_zero_only(void)
 static bool estimate_then_merge(struct job *job, int kids, const char *name,
 				double *est, double *ns, double *real)
 {
-	long scans, saved = -1, last;
+	long scans, saved;
 	struct sample a, b;
 	bool ok = false;
 	struct kids k;
@@ -1142,14 +1160,9 @@ static bool estimate_then_merge(struct job *job, int kids, const char *name,
 		fail("%s: merged under estimate", name);
 	if (ksm_write("estimate", 0))
 		goto out;
-	/* Merged when a full scan adds nothing, VM_SCANS scans at least. */
-	scans = b.scans + VM_SCANS;
-	do {
-		last = saved;
-		if (!wait_scans_until(++b.scans))
-			goto out;
-		saved = ksm_read("pages_sharing") + ksm_read("ksm_zero_pages");
-	} while (b.scans < scans || saved != last);
+	saved = merged_steady(b.scans);
+	if (saved < 0)
+		goto out;
 	*real = saved;
 	ok = true;
 out:
@@ -1204,7 +1217,7 @@ struct hide_figures {
 static bool hide_run(struct job *job, int kids, bool hide, const char *name,
 		     struct hide_figures *f)
 {
-	long scans, saved = -1, last;
+	long saved;
 	double t, touch = 0;
 	struct sample a, b;
 	bool ok = false;
@@ -1219,14 +1232,9 @@ static bool hide_run(struct job *job, int kids, bool hide, const char *name,
 		fail("%s: madvise failed", name);
 		goto out;
 	}
-	scans = a.scans + VM_SCANS;
-	b = a;
-	do {
-		last = saved;
-		if (!wait_scans_until(++b.scans))
-			goto out;
-		saved = ksm_read("pages_sharing") + ksm_read("ksm_zero_pages");
-	} while (b.scans < scans || saved != last);
+	saved = merged_steady(a.scans);
+	if (saved < 0)
+		goto out;
 	sample(&b);
 	f->saved = saved;
 	f->cpu = cpu_seconds(&a, &b);
