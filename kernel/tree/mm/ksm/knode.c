@@ -22,20 +22,33 @@
 
 #include <trace/events/ksm.h>
 
+/*
+ * Entries that point to a node carry this mark, so that forgetting a slot
+ * visits only its merged pages (sp_forget_some()).
+ */
+#define SP_XA_MERGED	XA_MARK_0
+
+static bool sp_entry_cand(const void *entry)
+{
+	return xa_is_value(entry) && sp_st_cand(xa_to_value(entry));
+}
+
 /* Account for the entry of a page going from @old to @new. */
 static void sp_account(struct sp_slot *slot, void *old, void *new)
 {
 	if (!old) {
 		sp_stats.tracked++;
 		slot->mm->ksm_rmap_items++;
-	} else if (xa_is_value(old) && sp_st_cand(xa_to_value(old))) {
+	} else if (sp_entry_cand(old)) {
 		sp_stats.unshared--;
+		slot->cands--;
 	}
 	if (!new) {
 		sp_stats.tracked--;
 		slot->mm->ksm_rmap_items--;
-	} else if (xa_is_value(new) && sp_st_cand(xa_to_value(new))) {
+	} else if (sp_entry_cand(new)) {
 		sp_stats.unshared++;
+		slot->cands++;
 	}
 }
 
@@ -56,20 +69,26 @@ static void sp_account(struct sp_slot *slot, void *old, void *new)
  */
 bool sp_entry_set(struct sp_slot *slot, unsigned long vpn, void *new)
 {
+	XA_STATE(xas, &slot->pages, vpn);
 	void *old;
 
 	lockdep_assert_held(&sp_mutex);
 	if (vpn + 1 != slot->visiting)
 		slot->gen++;
-	xa_lock(&slot->pages);
-	if (new)
-		old = __xa_store(&slot->pages, vpn, new, GFP_KERNEL_ACCOUNT);
-	else
-		old = __xa_erase(&slot->pages, vpn);
-	if (!xa_is_err(old))
-		sp_account(slot, old, new);
-	xa_unlock(&slot->pages);
-	return !xa_is_err(old);
+	do {
+		xas_lock(&xas);
+		old = xas_store(&xas, new);
+		if (!xas_error(&xas)) {
+			/* A store of NULL clears the marks itself. */
+			if (new && xa_is_value(new))
+				xas_clear_mark(&xas, SP_XA_MERGED);
+			else if (new)
+				xas_set_mark(&xas, SP_XA_MERGED);
+			sp_account(slot, old, new);
+		}
+		xas_unlock(&xas);
+	} while (xas_nomem(&xas, GFP_KERNEL_ACCOUNT));
+	return !xas_error(&xas);
 }
 
 /**
@@ -578,9 +597,9 @@ unsigned long sp_forget(struct sp_slot *slot, unsigned long from,
 
 /*
  * Erase every entry of @slot from page @first to @last, under one hold of
- * the xarray's lock; the caller accounted for them. With multi-index
- * entries one store of NULL clears the range, a leaf node's worth of
- * entries at a time, and frees the nodes it empties. Otherwise each entry
+ * the xarray's lock, without accounting for them (sp_uncount() does, once
+ * the slot is empty). With multi-index entries one store of NULL clears
+ * an aligned range, freeing the nodes below it. Otherwise each entry
  * takes a store, and an erase that shrinks the tree under the iteration
  * can end it early: it goes again until none is left.
  */
@@ -606,104 +625,141 @@ static void sp_erase_range(struct sp_slot *slot, unsigned long first,
 }
 
 /*
- * Forget up to SP_FORGET_BATCH entries of @e->slot from page *@vpn on:
- * one walk under RCU gathers and counts them, and their sharers are
- * dropped; *@vpn moves past them, and @e's range now ends with them.
- * Returns how many there were, and in *@more whether the walk saw
- * another entry after them. The entries stay, pointing at nodes that
- * may be gone, until the caller erases @e's range (sp_forget_erase()):
- * only sp_mutex holders look at a slot's entries, and the caller keeps
- * sp_mutex from the batches to the erase. @e->slot is the cursor's,
- * which __ksm_exit() leaves to ksmd, so it stays while the batch
- * touches it.
+ * Turn the entries of @e's range that still point to a node, whose sharers
+ * sp_drop_sharers() dropped, into the state word of a page never hashed:
+ * a store in place, which allocates and frees nothing, and leaves the
+ * counts as they are. The nodes may be gone; no entry points to them
+ * after this.
  */
-static unsigned int sp_forget_batch(struct sp_erasing *e, unsigned long *vpn,
-				    bool *more)
+static void sp_unmark_range(const struct sp_erasing *e)
+{
+	XA_STATE(xas, &e->slot->pages, e->first);
+	void *entry;
+
+	e->slot->gen++;
+	xas_lock(&xas);
+	xas_for_each_marked(&xas, entry, e->last, SP_XA_MERGED) {
+		xas_store(&xas, xa_mk_value(0));
+		xas_clear_mark(&xas, SP_XA_MERGED);
+	}
+	xas_unlock(&xas);
+}
+
+/*
+ * Drop the sharers of up to SP_FORGET_BATCH merged pages of @e->slot from
+ * page *@vpn on, found by their mark in one walk under RCU, and leave
+ * their entries as state words; *@vpn moves past them. Returns how many
+ * there were, and in *@more whether the walk saw another after them.
+ * @e->slot is the cursor's, which __ksm_exit() leaves to ksmd, so it
+ * stays while the batch touches it.
+ */
+static unsigned int sp_forget_merged(struct sp_erasing *e, unsigned long *vpn,
+				     bool *more)
 {
 	static struct sp_knode *nodes[SP_FORGET_BATCH];	/* under sp_mutex */
 	static unsigned long vpns[SP_FORGET_BATCH];
 	XA_STATE(xas, &e->slot->pages, *vpn);
-	unsigned int n = 0, seen = 0, cands = 0;
+	unsigned int n = 0;
 	void *entry;
 
 	rcu_read_lock();
-	xas_for_each(&xas, entry, ULONG_MAX) {
+	xas_for_each_marked(&xas, entry, ULONG_MAX, SP_XA_MERGED) {
 		if (xas_retry(&xas, entry))
 			continue;
-		if (e->first > e->last)
-			e->first = xas.xa_index;
-		e->last = xas.xa_index;
-		if (!xa_is_value(entry)) {
-			nodes[n] = entry;
-			vpns[n++] = e->last;
-		} else if (sp_st_cand(xa_to_value(entry))) {
-			cands++;
-		}
-		if (++seen == SP_FORGET_BATCH)
+		nodes[n] = entry;
+		vpns[n++] = xas.xa_index;
+		if (n == SP_FORGET_BATCH)
 			break;
 	}
-	*more = seen == SP_FORGET_BATCH && xas_find(&xas, ULONG_MAX);
+	*more = n == SP_FORGET_BATCH &&
+		xas_find_marked(&xas, ULONG_MAX, SP_XA_MERGED);
 	rcu_read_unlock();
-	if (!seen)
+	if (!n)
 		return 0;
-	/* As sp_account() each entry going, in one go. */
-	sp_stats.tracked -= seen;
-	sp_stats.unshared -= cands;
-	e->slot->mm->ksm_rmap_items -= seen;
+	e->first = vpns[0];
+	e->last = vpns[n - 1];
 	sp_drop_sharers(e, nodes, vpns, n);
+	sp_unmark_range(e);
 	*vpn = e->last + 1;
-	return seen;
-}
-
-/* Erase the entries of @e's range, which batches forgot, if any. */
-static void sp_forget_erase(struct sp_erasing *e)
-{
-	if (e->first > e->last)
-		return;
-	sp_erase_range(e->slot, e->first, e->last);
-	e->first = ULONG_MAX;
-	e->last = 0;
+	return n;
 }
 
 /*
- * Entries forgotten between two erases. An erase frees the xarray nodes
- * it empties through call_rcu(), and while callbacks wait for a grace
+ * Entries one erase may clear: those below a node two levels above the
+ * leaves, which frees at most that node and the leaves under it. The
+ * nodes go through call_rcu(), and while callbacks wait for a grace
  * period, every scheduler tick on their CPU has RCU work to do (on
  * PREEMPT_RT it wakes the CPU's rcuc kthread), which a real-time task
- * woken by that tick waits behind. One erase for many batches sends the
- * callbacks in a few bursts, rather than a few with every batch all
- * through the forgetting of a large mm. Bounded all the same: the erase
- * holds the xarray's lock.
+ * woken by that tick waits behind: so the erases of an mm go in steps of
+ * bounded size, each a share of the budget.
  */
-#define SP_FORGET_ERASE	(16 * SP_FORGET_BATCH)
+#define SP_ERASE_SHIFT	(2 * XA_CHUNK_SHIFT)
+#define SP_ERASE_COST	SP_FORGET_BATCH
+
+/*
+ * Every entry of @slot is erased: take them all off the counts at once.
+ * Until then the counts kept them, and an entry set meanwhile was
+ * accounted for as ever, so the slot's counts are exactly those to take
+ * off.
+ */
+static void sp_uncount(struct sp_slot *slot)
+{
+	sp_stats.tracked -= slot->mm->ksm_rmap_items;
+	sp_stats.unshared -= slot->cands;
+	slot->mm->ksm_rmap_items = 0;
+	slot->cands = 0;
+}
+
+/*
+ * Erase @slot's entries, none of them merged, an aligned range at a time
+ * while the budget lasts; true once none is left. The cost is that of
+ * the xarray's nodes, not of its entries one by one.
+ */
+static bool sp_erase_some(struct sp_slot *slot, unsigned int *budget)
+{
+	unsigned long first = 0;
+
+	while (*budget) {
+		if (!xa_find(&slot->pages, &first, ULONG_MAX, XA_PRESENT)) {
+			sp_uncount(slot);
+			return true;
+		}
+		first = round_down(first, 1UL << SP_ERASE_SHIFT);
+		sp_erase_range(slot, first, first + (1UL << SP_ERASE_SHIFT) - 1);
+		*budget -= min_t(unsigned int, SP_ERASE_COST, *budget);
+		cond_resched();
+	}
+	return false;
+}
 
 /**
  * sp_forget_some - forget the pages of a slot, a budget's worth
  * @slot: the cursor's slot: its mm exited, or run=2 unshared it
  * @budget: how many entries it may forget; it takes off those it did
  *
+ * First the merged pages, each of which has a sharer to drop, found by
+ * their mark; then the xarray is erased a range at a time, its other
+ * entries with it. So forgetting costs what ksmd merged, and the nodes of
+ * the xarray, rather than a step for each page it tracked.
+ *
  * Return: true once the slot holds no entry.
  */
 bool sp_forget_some(struct sp_slot *slot, unsigned int *budget)
 {
 	struct sp_erasing e = { slot, ULONG_MAX, 0 };
-	unsigned int n, pending = 0;
 	unsigned long vpn = 0;
 	bool more = true;
+	unsigned int n;
 
 	lockdep_assert_held(&sp_mutex);
 	while (*budget && more) {
-		n = sp_forget_batch(&e, &vpn, &more);
+		n = sp_forget_merged(&e, &vpn, &more);
 		*budget -= min(n, *budget);
-		pending += n;
-		if (pending >= SP_FORGET_ERASE || !more) {
-			sp_forget_erase(&e);
-			pending = 0;
-		}
 		cond_resched();
 	}
-	sp_forget_erase(&e);
-	return !more;
+	if (more)
+		return false;
+	return sp_erase_some(slot, budget);
 }
 
 /**
@@ -712,10 +768,9 @@ bool sp_forget_some(struct sp_slot *slot, unsigned int *budget)
  *        or run=2 is unmerging everything. __ksm_exit() leaves it to
  *        ksmd.
  *
- * As sp_forget() over the whole address space, but in ordered walks of
- * the xarray rather than a lookup a page: a batch at a time with a chance
- * to reschedule between, and never with interrupts off, however large the
- * mm.
+ * As sp_forget() over the whole address space, but at the cost of
+ * sp_forget_some(): a batch at a time with a chance to reschedule
+ * between, and never with interrupts off, however large the mm.
  */
 void sp_forget_all(struct sp_slot *slot)
 {

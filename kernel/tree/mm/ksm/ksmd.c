@@ -162,9 +162,8 @@ static void sp_slot_done(struct sp_slot *slot)
  * false at the end of a pass. Entries of addresses where the walk found no
  * page are forgotten on the way, at most SP_FORGET_MAX: when there are
  * more, the gather ends there, with the pages before them or none. An
- * exited mm is forgotten from its first entry, so that whatever the pass
- * saw of it before it exited goes in bounded steps too, in batches that
- * walk its xarray in order (sp_forget_some()).
+ * exited mm is forgotten whole, in bounded steps too: its merged pages,
+ * then its xarray a range at a time (sp_forget_some()).
  */
 static bool sp_gather(struct sp_slot **slotp, unsigned int max)
 {

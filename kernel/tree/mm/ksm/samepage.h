@@ -139,7 +139,9 @@
  * @hnode: in the table of slots by mm (core.c); under sp_slots_lock
  * @mm: the mm, mmgrab()bed while the slot lives
  * @pages: vpn -> entry (a state word, or the &struct sp_knode of the KSM
- *	page mapped there); the entries are ksmd's, under sp_mutex
+ *	page mapped there, marked as such: knode.c); the entries are ksmd's,
+ *	under sp_mutex
+ * @cands: how many entries of @pages are candidates; under sp_mutex
  * @id: the slot's id in sp_slot_ids, which candidate entries and sharers
  *	name; 0 if none could be had (the mm's pages then merge with none)
  * @uid: the effective uid of the task that registered the mm
@@ -170,6 +172,7 @@ struct sp_slot {
 	struct rhash_head hnode;
 	struct mm_struct *mm;
 	struct xarray pages;
+	unsigned long cands;
 	unsigned int id;
 	kuid_t uid;
 	u32 salt;

@@ -140,6 +140,40 @@ static void sp_test_forget_range(struct kunit *test)
 }
 
 /*
+ * Forgetting a whole slot erases its xarray a range at a time and takes
+ * its entries off the counts once it is empty: pages spread over many
+ * ranges and one at the top of the address space, a third of them
+ * candidates, forgotten first with a budget too small for all of them.
+ */
+static void sp_test_forget_some(struct kunit *test)
+{
+	struct sp_test_ctx *c = sp_test_begin(test);
+	unsigned long tracked = sp_stats.tracked;
+	unsigned long unshared = sp_stats.unshared;
+	unsigned int budget = 1;
+	unsigned long vpn;
+
+	for (vpn = 5; vpn < 65536; vpn += 7)
+		sp_set_state(&c->slot, vpn, sp_st_make(vpn, !(vpn % 3), 0, 0));
+	sp_set_state(&c->slot, ULONG_MAX >> PAGE_SHIFT, sp_st_make(1, 1, 0, 0));
+	KUNIT_EXPECT_GT(test, c->slot.cands, 0UL);
+	KUNIT_EXPECT_EQ(test, sp_stats.unshared, unshared + c->slot.cands);
+	KUNIT_EXPECT_FALSE(test, sp_forget_some(&c->slot, &budget));
+	KUNIT_EXPECT_EQ(test, budget, 0U);
+	/* Nothing is taken off until the slot is empty. */
+	KUNIT_EXPECT_EQ(test, sp_stats.unshared, unshared + c->slot.cands);
+	KUNIT_EXPECT_NOT_NULL(test, xa_load(&c->slot.pages, 65525));
+	budget = UINT_MAX;
+	KUNIT_EXPECT_TRUE(test, sp_forget_some(&c->slot, &budget));
+	KUNIT_EXPECT_TRUE(test, xa_empty(&c->slot.pages));
+	KUNIT_EXPECT_EQ(test, sp_stats.tracked, tracked);
+	KUNIT_EXPECT_EQ(test, sp_stats.unshared, unshared);
+	KUNIT_EXPECT_EQ(test, c->mm->ksm_rmap_items, 0UL);
+	KUNIT_EXPECT_EQ(test, c->slot.cands, 0UL);
+	sp_test_end(c);
+}
+
+/*
  * Smart scan's schedule: an unchanged unique page is read at visits 1 to
  * 4, 6, 9, 14 and then every ninth; the others are skips.
  */
@@ -258,6 +292,7 @@ static struct kunit_case sp_scan_cases[] = {
 	KUNIT_CASE(sp_test_entry_counters),
 	KUNIT_CASE(sp_test_entry_gen),
 	KUNIT_CASE(sp_test_forget_range),
+	KUNIT_CASE(sp_test_forget_some),
 	KUNIT_CASE(sp_test_smart_schedule),
 	KUNIT_CASE(sp_test_protect_policy),
 	{}
