@@ -420,13 +420,16 @@ static bool sp_erased_by(const struct sp_erasing *but, struct sp_slot *slot,
 
 /*
  * Free @node, whose KSM folio has gone, and its sharers, erasing their
- * entries but those @but (if any) erases itself.
+ * entries but those @but (if any) erases itself. Returns how many of
+ * those there were.
  */
-static void sp_knode_free_but(struct sp_knode *node,
-			      const struct sp_erasing *but)
+static unsigned int sp_knode_free_but(struct sp_knode *node,
+				      const struct sp_erasing *but)
 {
+	unsigned int kept = 0;
 	struct sp_sharer *sh;
 	struct sp_slot *slot;
+	bool keep;
 
 	for (sh = sp_sharer_next(node, node->sharers); sh;
 	     sh = sp_sharer_next(node, sh + 1)) {
@@ -440,12 +443,15 @@ static void sp_knode_free_but(struct sp_knode *node,
 			trace_ksm_remove_rmap_item(node->kpfn,
 						   (void *)(long)sh->loc,
 						   slot->mm);
-		sp_sharer_unlink(node, sh, slot, sp_erased_by(but, slot, sh));
+		keep = sp_erased_by(but, slot, sh);
+		kept += keep;
+		sp_sharer_unlink(node, sh, slot, keep);
 	}
 	kvfree(node->sharers);
 	trace_ksm_remove_ksm_page(node->kpfn);
 	sp_stable_del(&sp_stable, node);
 	kmem_cache_free(sp_node_cache, node);
+	return kept;
 }
 
 /**
@@ -492,13 +498,26 @@ static void sp_drops_done(struct sp_knode *node, struct folio *kfolio)
 	folio_put(kfolio);
 }
 
-/* Take @node, freed, out of the @n entries of @nodes. */
+/*
+ * Take @node, freed, out of the @n entries of @nodes. Each entry that
+ * points to it had a sharer of it, which sp_knode_free_but() counted in
+ * @left: so the search ends at the last of them, which is near when they
+ * lie side by side (a fork's pages, equal pages next to each other).
+ */
 static void sp_nodes_strike(struct sp_knode **nodes, unsigned int n,
-			    const struct sp_knode *node)
+			    const struct sp_knode *node, unsigned int left)
 {
-	while (n--)
-		if (nodes[n] == node)
-			nodes[n] = NULL;
+	unsigned int i;
+
+	for (i = 0; left && i < n; i++) {
+		if (nodes[i] == node) {
+			nodes[i] = NULL;
+			left--;
+		}
+	}
+	if (IS_ENABLED(CONFIG_DEBUG_VM))
+		for (; i < n; i++)
+			VM_WARN_ON_ONCE(nodes[i] == node);
 }
 
 /*
@@ -529,8 +548,8 @@ static void sp_drop_sharers(const struct sp_erasing *e,
 			if (!kfolio) {
 				gone = node;
 				node = NULL;
-				sp_nodes_strike(nodes + i, n - i, gone);
-				sp_knode_free_but(gone, e);
+				sp_nodes_strike(nodes + i, n - i, gone,
+						sp_knode_free_but(gone, e));
 				continue;
 			}
 		}
