@@ -32,15 +32,28 @@
  *     then merges the range.
  *   hide_busy_and_bad_input: EBUSY while a KSM page exists, EINVAL for
  *     2 and "x", the value unchanged each time; accepted after run=2.
+ *   hide_uffd_wp: merged pairs under userfaultfd write-protection, ksmd
+ *     paused: the first page of each pair is read (a copy, where NUMA
+ *     balancing is built), then a thread writes every page, and each
+ *     write faults to the monitor (a WP fault at that page) before it
+ *     goes on: a copy keeps the protection of the page it copies. Every
+ *     page holds its content and the write.
  *
  * hide_merges is samepage's: every test skips on stock.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -57,10 +70,12 @@
 #define NBIG		1024
 #define CHARGE_SLACK	256
 #define CG		CGROUP_ROOT "/ksm_hide"
+#define WP_MARK		0x5a5a5a5a5a5a5a5aULL
 
 static const char *const names[] = {
 	"hide_every_page_ksm", "hide_charged_per_mapping", "hide_read_copies",
 	"hide_counters_root_only", "hide_request", "hide_busy_and_bad_input",
+	"hide_uffd_wp",
 };
 
 /* run=2, hide_merges=@v, run=1: 0 or -errno of the first write failing. */
@@ -335,6 +350,141 @@ static void test_busy_and_bad_input(void)
 	ktap_result(checks_passed(), "%s", names[5]);
 }
 
+/* The writer of hide_uffd_wp: the first word of each of @n pages. */
+struct wp_writer {
+	char *p;
+	int n;
+	atomic_int done;
+};
+
+static void *wp_write(void *arg)
+{
+	struct wp_writer *w = arg;
+
+	for (int i = 0; i < w->n; i++)
+		*(volatile uint64_t *)(w->p + i * page_size) = WP_MARK;
+	atomic_store(&w->done, 1);
+	return NULL;
+}
+
+static int uffd_protect(int uffd, char *p, size_t len, bool protect)
+{
+	struct uffdio_writeprotect wp = {
+		.range = { .start = (uintptr_t)p, .len = len },
+		.mode = protect ? UFFDIO_WRITEPROTECT_MODE_WP : 0,
+	};
+
+	return ioctl(uffd, UFFDIO_WRITEPROTECT, &wp) ? -errno : 0;
+}
+
+/* A userfaultfd with write-protect faults, or -1 (the test skipped). */
+static int uffd_wp_open(void)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	int uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+
+	if (uffd >= 0 && !ioctl(uffd, UFFDIO_API, &api) &&
+	    (api.features & UFFD_FEATURE_PAGEFAULT_FLAG_WP))
+		return uffd;
+	if (uffd >= 0)
+		close(uffd);
+	ktap_skip_named(names[6], "no userfaultfd write-protection");
+	return -1;
+}
+
+/*
+ * Serve the WP faults of @w's pages until it is done, or 60 s: count each
+ * page's in @faults, and take the protection off the page. Returns the
+ * faults that were not WP faults of a page of @w.
+ */
+static int wp_serve(int uffd, struct wp_writer *w, int *faults)
+{
+	double deadline = monotonic_seconds() + 60;
+	int stray = 0;
+
+	while (!atomic_load(&w->done) && monotonic_seconds() < deadline) {
+		struct pollfd pfd = { .fd = uffd, .events = POLLIN };
+		struct uffd_msg msg;
+		uintptr_t addr;
+		long i;
+
+		if (poll(&pfd, 1, 100) <= 0 ||
+		    read(uffd, &msg, sizeof(msg)) != sizeof(msg))
+			continue;
+		addr = msg.arg.pagefault.address & ~(uintptr_t)(page_size - 1);
+		i = (long)(addr - (uintptr_t)w->p) / (long)page_size;
+		if (msg.event != UFFD_EVENT_PAGEFAULT ||
+		    !(msg.arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP) ||
+		    i < 0 || i >= w->n) {
+			stray++;
+			continue;
+		}
+		faults[i]++;
+		uffd_protect(uffd, (char *)addr, page_size, false);
+	}
+	if (!atomic_load(&w->done))
+		uffd_protect(uffd, w->p, w->n * page_size, false);
+	return stray;
+}
+
+/* Does every page of @w hold its pair's pattern but for the first word? */
+static bool wp_content(const struct wp_writer *w, unsigned int seed)
+{
+	static uint64_t want[1 << 13];
+
+	for (int i = 0; i < w->n; i++) {
+		fill_pattern(want, seed, i / 2);
+		want[0] = WP_MARK;
+		if (memcmp(w->p + i * page_size, want, page_size))
+			return false;
+	}
+	return true;
+}
+
+static void test_uffd_wp(void)
+{
+	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_WP };
+	struct wp_writer w = { .n = 2 * NPAIRS };
+	int faults[2 * NPAIRS] = { 0 }, stray = -1, missed = 0, uffd;
+	unsigned int seed = SEED + 5;
+	pthread_t th;
+	char sum = 0;
+
+	uffd = uffd_wp_open();
+	if (uffd < 0)
+		return;
+	w.p = map_pairs(NPAIRS, seed);
+	CHECK(set_hide(1) == 0 && merge_pages(w.p, w.n) == 0,
+	      "hide_merges=1, madvise");
+	CHECK(ksm_wait_counter("pages_sharing", NPAIRS), "pairs merge");
+	reg.range.start = (uintptr_t)w.p;
+	reg.range.len = w.n * page_size;
+	CHECK(ioctl(uffd, UFFDIO_REGISTER, &reg) == 0 &&
+	      uffd_protect(uffd, w.p, w.n * page_size, true) == 0,
+	      "register and protect: %s", strerror(errno));
+	/* Paused, so that ksmd does not merge the copies again. */
+	CHECK(ksm_pause() == 0, "run=0");
+	CHECK(pairs_shared(w.p, NPAIRS) == NPAIRS, "pairs share frames");
+	for (int i = 0; i < NPAIRS; i++)
+		sum += ((volatile char *)w.p)[2 * i * page_size + 5];
+	if (CHECK(pthread_create(&th, NULL, wp_write, &w) == 0,
+		  "pthread_create")) {
+		stray = wp_serve(uffd, &w, faults);
+		CHECK(atomic_load(&w.done), "the writer finished (%d)", sum);
+		pthread_join(th, NULL);
+	}
+	for (int i = 0; i < w.n; i++)
+		missed += !faults[i];
+	CHECK(stray == 0 && missed == 0,
+	      "a WP fault at each write: %d pages without, %d stray", missed,
+	      stray);
+	CHECK(wp_content(&w, seed), "content");
+	close(uffd);
+	munmap(w.p, w.n * page_size);
+	CHECK(set_hide(0) == 0, "hide_merges=0");
+	ktap_result(checks_passed(), "%s", names[6]);
+}
+
 int main(void)
 {
 	ksm_save_settings();
@@ -355,5 +505,7 @@ int main(void)
 	test_request();
 	CHECK(ksm_reset() == 0, "reset");
 	test_busy_and_bad_input();
+	CHECK(ksm_reset() == 0, "reset");
+	test_uffd_wp();
 	return ktap_finish();
 }
