@@ -361,12 +361,14 @@ static void sp_sharer_unlink(struct sp_knode *node, struct sp_sharer *sh,
 /*
  * The entries the caller of sp_drop_sharers() erases itself, pages @first
  * to @last of @slot (none while @first > @last): a stale node freed on
- * the way leaves them be.
+ * the way leaves them be. @exited: the slot's mm has exited, and the
+ * entries may be left as they are until the slot is erased whole.
  */
 struct sp_erasing {
 	struct sp_slot *slot;
 	unsigned long first;
 	unsigned long last;
+	bool exited;
 };
 
 /**
@@ -571,7 +573,7 @@ static void sp_drop_sharers(const struct sp_erasing *e,
 void sp_sharer_drop(struct sp_knode *node, struct sp_slot *slot,
 		    unsigned long vpn)
 {
-	struct sp_erasing e = { slot, vpn, vpn };
+	struct sp_erasing e = { slot, vpn, vpn, false };
 
 	lockdep_assert_held(&sp_mutex);
 	sp_drop_sharers(&e, &node, &vpn, 1);
@@ -666,11 +668,13 @@ static void sp_unmark_range(const struct sp_erasing *e)
 
 /*
  * Drop the sharers of up to SP_FORGET_BATCH merged pages of @e->slot from
- * page *@vpn on, found by their mark in one walk under RCU, and leave
- * their entries as state words; *@vpn moves past them. Returns how many
- * there were, and in *@more whether the walk saw another after them.
- * @e->slot is the cursor's, which __ksm_exit() leaves to ksmd, so it
- * stays while the batch touches it.
+ * page *@vpn on, found by their mark in one walk under RCU; *@vpn moves
+ * past them. Their entries become state words, but for an exited mm's:
+ * no one looks at those but this, which goes on from *@vpn, and the erase
+ * of the slot (sp_slot_get() finds no exited mm). Returns how many there
+ * were, and in *@more whether the walk saw another after them. @e->slot
+ * is the cursor's, which __ksm_exit() leaves to ksmd, so it stays while
+ * the batch touches it.
  */
 static unsigned int sp_forget_merged(struct sp_erasing *e, unsigned long *vpn,
 				     bool *more)
@@ -698,7 +702,8 @@ static unsigned int sp_forget_merged(struct sp_erasing *e, unsigned long *vpn,
 	e->first = vpns[0];
 	e->last = vpns[n - 1];
 	sp_drop_sharers(e, nodes, vpns, n);
-	sp_unmark_range(e);
+	if (!e->exited)
+		sp_unmark_range(e);
 	*vpn = e->last + 1;
 	return n;
 }
@@ -765,8 +770,12 @@ static bool sp_erase_some(struct sp_slot *slot, unsigned int *budget)
  */
 bool sp_forget_some(struct sp_slot *slot, unsigned int *budget)
 {
-	struct sp_erasing e = { slot, ULONG_MAX, 0 };
-	unsigned long vpn = 0;
+	struct sp_erasing e = {
+		.slot = slot,
+		.first = ULONG_MAX,
+		.exited = !atomic_read(&slot->mm->mm_users),
+	};
+	unsigned long vpn = e.exited ? slot->forgotten : 0;
 	bool more = true;
 	unsigned int n;
 
@@ -776,6 +785,8 @@ bool sp_forget_some(struct sp_slot *slot, unsigned int *budget)
 		*budget -= min(n, *budget);
 		cond_resched();
 	}
+	if (e.exited)
+		slot->forgotten = vpn;
 	if (more)
 		return false;
 	return sp_erase_some(slot, budget);

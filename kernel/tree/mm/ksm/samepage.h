@@ -142,6 +142,9 @@
  *	page mapped there, marked as such: knode.c); the entries are ksmd's,
  *	under sp_mutex
  * @cands: how many entries of @pages are candidates; under sp_mutex
+ * @forgotten: once the mm has exited, the vpn below which the merged
+ *	pages had their sharers dropped, their entries left for the erase
+ *	of @pages (knode.c); under sp_mutex
  * @id: the slot's id in sp_slot_ids, which candidate entries and sharers
  *	name; 0 if none could be had (the mm's pages then merge with none)
  * @uid: the effective uid of the task that registered the mm
@@ -173,6 +176,7 @@ struct sp_slot {
 	struct mm_struct *mm;
 	struct xarray pages;
 	unsigned long cands;
+	unsigned long forgotten;
 	unsigned int id;
 	kuid_t uid;
 	u32 salt;
