@@ -102,7 +102,8 @@ static u64 sp_hash_words(const void *page)
  *
  * Reads every byte of the page once.
  *
- * Return: the hash; equal pages always have equal hashes.
+ * Return: the hash, whose bits that a state word keeps are never
+ * SP_HASH_NONE; equal pages always have equal hashes.
  */
 u64 sp_hash_page(struct page *page)
 {
@@ -110,6 +111,8 @@ u64 sp_hash_page(struct page *page)
 	u64 hash = sp_hash_words(m);
 
 	kunmap_local(m);
+	if ((hash & SP_ST_HASH_MASK) == SP_HASH_NONE)
+		hash |= 1;
 	return hash;
 }
 

@@ -374,6 +374,12 @@ static inline unsigned long sp_loc_addr(u64 loc)
 #define SP_ST_LEVEL_SHIFT	(SP_ST_STILL_SHIFT + SP_ST_STILL_BITS)
 #define SP_ST_LEVEL_BITS	2
 #define SP_ST_LEVEL_MAX		GENMASK(SP_ST_LEVEL_BITS - 1, 0)
+/*
+ * The hash of a state word whose page was not read at its last visit, the
+ * walk having found it written since it was cleaned (visit.c). No page
+ * hashes to it (sp_hash_page()).
+ */
+#define SP_HASH_NONE		0
 /* Under estimate: a candidate that a later page of this pass matched. */
 #define SP_ST_MATCHED		BIT(SP_ST_LEVEL_SHIFT + SP_ST_LEVEL_BITS)
 static_assert(SP_ST_LEVEL_SHIFT + SP_ST_LEVEL_BITS + 1 <= BITS_PER_LONG - 1);

@@ -722,9 +722,46 @@ static void sp_adopt(struct sp_slot *slot, unsigned long addr,
 static u64 sp_visit_hash(struct page *page, unsigned long st,
 			 unsigned int how)
 {
-	if (how & SP_FOUND_CLEAN)
+	if ((how & SP_FOUND_CLEAN) && sp_st_hash(st) != SP_HASH_NONE)
 		return sp_st_hash(st);
 	return sp_hash_page(page) & SP_HASH_MASK;
+}
+
+/*
+ * Was the watched page of this visit written since the walk cleaned it at
+ * its last visit, and cleaned again by this walk (walk.c)? Then it is
+ * taken as changed without being read, and its state word keeps
+ * SP_HASH_NONE: a page that keeps changing costs no read of it. One that
+ * was written with what it held already loses a pass: time, not content.
+ */
+static bool sp_written_again(unsigned int how)
+{
+	unsigned int all = SP_FOUND_SOFT | SP_FOUND_UNSURE | SP_FOUND_WP;
+
+	return (how & all) == all;
+}
+
+/*
+ * State word @st of a page that smart scan skips at this visit, written
+ * since its last one and cleaned again (sp_written_again()).
+ */
+static unsigned long sp_st_unread(unsigned long st)
+{
+	st = sp_st_make(SP_HASH_NONE, false, sp_st_age(st), sp_st_skip(st)) |
+	     (st & SP_ST_CARRY);
+	return sp_st_set_still(sp_st_set_wp(st, true), 0);
+}
+
+/*
+ * Did the page hold still since its last visit, its hash now @hash and
+ * its state word then @st? A page not read then did if the walk cleaned
+ * it then and finds it clean now.
+ */
+static bool sp_held_still(unsigned long st, u64 hash, unsigned int how)
+{
+	if (sp_st_hash(st) == SP_HASH_NONE)
+		return sp_st_wp(st) && (how & (SP_FOUND_CLEAN | SP_FOUND_WP));
+	return sp_st_hash_is(st, hash);
 }
 
 /* sp_visit() of the page whose entry is @entry. */
@@ -734,7 +771,7 @@ static bool sp_visit_page(struct sp_slot *slot, unsigned long addr,
 	unsigned long vpn = addr >> PAGE_SHIFT;
 	struct folio *folio = page_folio(page);
 	bool now = how & SP_FOUND_NOW;
-	bool skip = false, cand, held, changed;
+	bool skip = false, cand, held, changed, unread;
 	unsigned long st;
 	u64 hash;
 
@@ -766,16 +803,17 @@ static bool sp_visit_page(struct sp_slot *slot, unsigned long addr,
 		st = sp_st_set_wp(st, false);
 	if (!now)
 		st = sp_smart_age(st, &skip);
+	unread = !now && sp_written_again(how);
 	if (skip) {
-		sp_set_state(slot, vpn, st);
+		sp_set_state(slot, vpn, unread ? sp_st_unread(st) : st);
 		sp_stats.skipped++;
 		return false;
 	}
 	if (!entry)
 		how &= ~SP_FOUND_CLEAN;	/* forgotten since the walk */
-	hash = sp_visit_hash(page, st, how);
+	hash = unread ? SP_HASH_NONE : sp_visit_hash(page, st, how);
+	changed = unread || !entry || !sp_held_still(st, hash, how);
 	st = sp_st_set_wp(st, how & (SP_FOUND_CLEAN | SP_FOUND_WP));
-	changed = !entry || !sp_st_hash_is(st, hash);
 	st = sp_st_set_still(st, changed ? 0 :
 			     min(sp_st_still(st) + 1, sp_still_cap(st, how)));
 	if (!now && changed) {

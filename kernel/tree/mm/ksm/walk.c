@@ -88,8 +88,10 @@
  * DOC: Protecting pages
  *
  * A watched page costs its writer nothing but a TLB refill, so it is
- * watched from its first visit on, but for while it changes: a page seen
- * changing is cleaned again only once it held still over a visit.
+ * watched from its first visit on. One found written since it was
+ * cleaned is cleaned again at once, and its visit takes it as changed
+ * without reading it (visit.c): a page that keeps changing is never read,
+ * and one that stops is read at the first visit that finds it clean.
  *
  * A protected page costs its writer a minor fault at its next write (and
  * under KVM an EPT or NPT fault in the guest), which mainline's ksmd
@@ -226,8 +228,11 @@ static bool sp_cleans_pages(void)
  * entry; @watch: sp_dirty_tracks() of the mm, which adds
  * SP_FOUND_SOFT. SP_FOUND_CLEAN, SP_FOUND_WP (clean, but read anyway), or
  * SP_FOUND_WANT: a page to clean before it is hashed (DOC: Protecting
- * pages). A page cleaned for its last hash and written since is
- * SP_FOUND_UNSURE: it may have changed, and is not cleaned again now.
+ * pages). A page cleaned at its last visit and written since is
+ * SP_FOUND_UNSURE: it may have changed. A watched one is cleaned again
+ * now, and its visit takes it as changed without reading it; a protected
+ * one waits until it holds still (DOC: Protecting pages). One that was
+ * not read at its last visit has no hash to keep: it is read.
  */
 static u8 sp_clean_state(void *e, pte_t pte, unsigned long addr,
 			 struct folio *folio, bool watch)
@@ -244,14 +249,17 @@ static u8 sp_clean_state(void *e, pte_t pte, unsigned long addr,
 		    (!pte_write(pte) ||
 		     (watch && !folio_test_dirty(folio) &&
 		      sp_folio_watchable(folio, 0))))
-			return soft | ((vpn + sp_stats.full_scans) % SP_RECHECK ?
+			return soft | (sp_st_hash(st) != SP_HASH_NONE &&
+				       (vpn + sp_stats.full_scans) % SP_RECHECK ?
 				       SP_FOUND_CLEAN : SP_FOUND_WP);
+		if (watch && sp_cleans_pages())
+			return soft | SP_FOUND_UNSURE | SP_FOUND_WANT;
 		return soft | SP_FOUND_UNSURE;
 	}
 	if (!sp_cleans_pages())
 		return soft;
 	if (watch)
-		return soft | (!e || sp_st_still(st) ? SP_FOUND_WANT : 0);
+		return soft | SP_FOUND_WANT;
 	return e && sp_protect_due(st) ? SP_FOUND_WANT : 0;
 }
 
