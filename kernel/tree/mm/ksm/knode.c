@@ -517,9 +517,14 @@ static void sp_nodes_strike(struct sp_knode **nodes, unsigned int n,
 			left--;
 		}
 	}
-	if (IS_ENABLED(CONFIG_DEBUG_VM))
-		for (; i < n; i++)
-			VM_WARN_ON_ONCE(nodes[i] == node);
+	if (IS_ENABLED(CONFIG_DEBUG_VM)) {
+		for (; i < n; i++) {
+			if (nodes[i] == node) {
+				VM_WARN_ON_ONCE(1);
+				nodes[i] = NULL;
+			}
+		}
+	}
 }
 
 /*
@@ -670,8 +675,9 @@ static void sp_unmark_range(const struct sp_erasing *e)
  * Drop the sharers of up to SP_FORGET_BATCH merged pages of @e->slot from
  * page *@vpn on, found by their mark in one walk under RCU; *@vpn moves
  * past them. Their entries become state words, but for an exited mm's:
- * no one looks at those but this, which goes on from *@vpn, and the erase
- * of the slot (sp_slot_get() finds no exited mm). Returns how many there
+ * no one reads those but this, which goes on from *@vpn, and the erase of
+ * the slot (sp_slot_get() finds no exited mm; __ksm_exit() only asks
+ * whether the xarray is empty). Returns how many there
  * were, and in *@more whether the walk saw another after them. @e->slot
  * is the cursor's, which __ksm_exit() leaves to ksmd, so it stays while
  * the batch touches it.
@@ -743,17 +749,23 @@ static bool sp_erase_some(struct sp_slot *slot, unsigned int *budget)
 {
 	unsigned long first = 0;
 
-	while (*budget) {
+	/*
+	 * The counts go with the erase that empties the slot, under the same
+	 * hold of sp_mutex: __ksm_exit() frees a slot it finds empty when it
+	 * is not the cursor's.
+	 */
+	for (;;) {
 		if (!xa_find(&slot->pages, &first, ULONG_MAX, XA_PRESENT)) {
 			sp_uncount(slot);
 			return true;
 		}
+		if (!*budget)
+			return false;
 		first = round_down(first, 1UL << SP_ERASE_SHIFT);
 		sp_erase_range(slot, first, first + (1UL << SP_ERASE_SHIFT) - 1);
 		*budget -= min_t(unsigned int, SP_ERASE_COST, *budget);
 		cond_resched();
 	}
-	return false;
 }
 
 /**

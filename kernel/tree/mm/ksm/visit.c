@@ -742,8 +742,9 @@ static bool sp_written_again(unsigned int how)
 }
 
 /*
- * State word @st of a page that smart scan skips at this visit, written
- * since its last one and cleaned again (sp_written_again()).
+ * State word @st of a page written since its last visit and cleaned
+ * again (sp_written_again()), which smart scan skips at this visit or
+ * the batch leaves unvisited.
  */
 static unsigned long sp_st_unread(unsigned long st)
 {
@@ -889,8 +890,12 @@ void sp_unvisited(struct sp_slot *slot, unsigned long addr, unsigned int how)
 	if (!xa_is_value(entry))
 		return;
 	st = xa_to_value(entry);
-	st = how & SP_FOUND_UNSURE ? sp_st_written(st, how & SP_FOUND_SOFT) :
-				     sp_st_set_wp(st, false);
+	if (sp_written_again(how))
+		st = sp_st_unread(st);
+	else if (how & SP_FOUND_UNSURE)
+		st = sp_st_written(st, how & SP_FOUND_SOFT);
+	else
+		st = sp_st_set_wp(st, false);
 	if (st != xa_to_value(entry))
 		sp_set_state(slot, vpn, st);
 }
