@@ -435,7 +435,11 @@ static unsigned int sp_knode_free_but(struct sp_knode *node,
 
 	for (sh = sp_sharer_next(node, node->sharers); sh;
 	     sh = sp_sharer_next(node, sh + 1)) {
-		slot = sp_sharer_slot(sh);
+		/* Forgetting a slot, most sharers are its own: no lookup. */
+		if (but && sp_loc_id(sh->loc) == but->slot->id)
+			slot = but->slot;
+		else
+			slot = sp_sharer_slot(sh);
 		/*
 		 * ksm_remove_rmap_item is traced for each mapping but the
 		 * last one left, which pages_shared counts: the events the
