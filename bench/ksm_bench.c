@@ -1640,12 +1640,14 @@ static void bench_exit(size_t pages, const char *name)
 			     ksm_read("pages_unshared"));
 			goto out;
 		}
+	prof_begin();
 	t0 = monotonic_seconds();
 	kill_all(&pid, 1);
 	pid = 0;
 	t1 = monotonic_seconds();
 	snprintf(metric_name, sizeof(metric_name), "%s_reap", name);
 	metric(metric_name, t1 - t0, "s");
+	prof_end(metric_name);
 	prof_begin();
 	if (wait_forgotten()) {
 		snprintf(metric_name, sizeof(metric_name), "%s_forget", name);
