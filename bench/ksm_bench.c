@@ -1647,12 +1647,11 @@ static void bench_exit(size_t pages, const char *name)
 	t1 = monotonic_seconds();
 	snprintf(metric_name, sizeof(metric_name), "%s_reap", name);
 	metric(metric_name, t1 - t0, "s");
-	prof_end(metric_name);
-	prof_begin();
+	/* One profile of both: ksmd forgets while the mm is torn down. */
 	if (wait_forgotten()) {
 		snprintf(metric_name, sizeof(metric_name), "%s_forget", name);
 		metric(metric_name, monotonic_seconds() - t1, "s");
-		prof_end(metric_name);
+		prof_end(name);
 	}
 out:
 	if (pid > 0)
