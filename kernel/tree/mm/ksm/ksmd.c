@@ -112,11 +112,14 @@ static bool sp_passes_over(struct sp_slot *slot)
 }
 
 /*
- * Set when a batch met an exited mm still being torn down, so that ksmd
- * waits a tick before it looks again rather than spin beside the
- * teardown; written and read by ksmd alone.
+ * Set when a batch waited for the teardown of an exited mm, or forgot one:
+ * ksmd then waits a tick before it looks again rather than spin beside the
+ * teardown, and the batch does not sweep, since the nodes the teardown
+ * left stale are the forgetting's to free, each with its sharers in one go
+ * (the sweep would erase their entries one by one). Written and read by
+ * ksmd alone.
  */
-static bool sp_teardown_seen;
+static bool sp_exit_seen;
 
 /*
  * Is exited mm @mm still being torn down (its mmap_lock held)? exit_mmap()
@@ -145,12 +148,12 @@ static bool sp_teardown_defer(struct sp_slot *slot)
 	bool alone;
 
 	mmap_read_unlock(slot->mm);
-	sp_teardown_seen = true;
 	spin_lock(&sp_slots_lock);
 	alone = list_is_singular(&sp_slots);
 	if (!alone)
 		sp_cursor_past(slot);
 	spin_unlock(&sp_slots_lock);
+	sp_exit_seen |= alone;
 	return !alone;
 }
 
@@ -235,6 +238,7 @@ static bool sp_gather(struct sp_slot **slotp, unsigned int max)
 					continue;
 				return false;
 			}
+			sp_exit_seen = true;
 			if (sp_forget_some(slot, &budget)) {
 				sp_slot_done(slot);
 				continue;
@@ -434,9 +438,9 @@ static void sp_idle(void)
 	unsigned int ms = sp_pressure_idle_ms(READ_ONCE(sp_sleep_ms));
 	long timeout = msecs_to_jiffies(ms);
 
-	if (sp_teardown_seen)
+	if (sp_exit_seen)
 		timeout = max(timeout, 1L);
-	sp_teardown_seen = false;
+	sp_exit_seen = false;
 	if (!sp_should_run())
 		wait_event_freezable(sp_thread_wait,
 				     kthread_should_stop() || sp_should_run());
@@ -484,7 +488,8 @@ static int sp_ksmd(void *unused)
 			if (sp_should_run() && sp_batch_pages(&pages)) {
 				sp_scan_batch(pages);
 				sp_split_left();
-				sp_sweep(pages);
+				if (!sp_exit_seen)
+					sp_sweep(pages);
 			}
 		}
 		sp_idle();
