@@ -112,52 +112,6 @@ static bool sp_passes_over(struct sp_slot *slot)
 }
 
 /*
- * Set when a batch waited for the teardown of an exited mm, or forgot one:
- * ksmd then waits a tick before it looks again rather than spin beside the
- * teardown, and the batch does not sweep, since the nodes the teardown
- * left stale are the forgetting's to free, each with its sharers in one go
- * (the sweep would erase their entries one by one). Written and read by
- * ksmd alone.
- */
-static bool sp_exit_seen;
-
-/*
- * Is exited mm @mm still being torn down (its mmap_lock held)? exit_mmap()
- * sets MMF_OOM_SKIP once it has unmapped every page, as the OOM reaper
- * does once it has reaped them; an mm without VMAs has nothing to unmap.
- * Until then the teardown frees the KSM pages that the mm alone mapped,
- * so that each node left for ksmd is one whose page went: ksmd forgets
- * the mm whole afterwards, rather than take the locks of pages the
- * teardown is about to free.
- */
-static bool sp_teardown_pending(struct mm_struct *mm)
-{
-	mmap_assert_locked(mm);
-	return !test_bit(MMF_OOM_SKIP, &mm->flags) && find_vma(mm, 0);
-}
-
-/*
- * The cursor's exited mm is still being torn down: drop its mmap_lock and
- * pass it over for now if other mms are registered, since a teardown can
- * be held up for long (exit_aio() waits for the I/O a user started), or
- * wait for it with the cursor on it if it is alone. Returns whether the
- * gather goes on.
- */
-static bool sp_teardown_defer(struct sp_slot *slot)
-{
-	bool alone;
-
-	mmap_read_unlock(slot->mm);
-	spin_lock(&sp_slots_lock);
-	alone = list_is_singular(&sp_slots);
-	if (!alone)
-		sp_cursor_past(slot);
-	spin_unlock(&sp_slots_lock);
-	sp_exit_seen |= alone;
-	return !alone;
-}
-
-/*
  * Done with the cursor's slot (its mm's mmap_lock held, dropped here):
  * move on, and unregister the mm if it exited or has no mergeable VMA
  * left (a process that asked for merge-any keeps its slot).
@@ -205,12 +159,11 @@ static void sp_slot_done(struct sp_slot *slot)
 
 /*
  * Gather the next pages to visit into sp_found, referenced, at most @max;
- * false at the end of a pass, or to wait for the teardown of the cursor's
- * exited mm (sp_teardown_defer()). Entries of addresses where the walk
- * found no page are forgotten on the way, at most SP_FORGET_MAX: when
- * there are more, the gather ends there, with the pages before them or
- * none. An exited mm is forgotten whole, in bounded steps too: its merged
- * pages, then its xarray a range at a time (sp_forget_some()).
+ * false at the end of a pass. Entries of addresses where the walk found no
+ * page are forgotten on the way, at most SP_FORGET_MAX: when there are
+ * more, the gather ends there, with the pages before them or none. An
+ * exited mm is forgotten whole, in bounded steps too: its merged pages,
+ * then its xarray a range at a time (sp_forget_some()).
  */
 static bool sp_gather(struct sp_slot **slotp, unsigned int max)
 {
@@ -233,12 +186,6 @@ static bool sp_gather(struct sp_slot **slotp, unsigned int max)
 		f->max = max;
 		f->thp_cleaned = &sp_cur.thp_cleaned;
 		if (!atomic_read(&slot->mm->mm_users)) {
-			if (sp_teardown_pending(slot->mm)) {
-				if (sp_teardown_defer(slot))
-					continue;
-				return false;
-			}
-			sp_exit_seen = true;
 			if (sp_forget_some(slot, &budget)) {
 				sp_slot_done(slot);
 				continue;
@@ -436,11 +383,7 @@ int sp_unmerge_all(void)
 static void sp_idle(void)
 {
 	unsigned int ms = sp_pressure_idle_ms(READ_ONCE(sp_sleep_ms));
-	long timeout = msecs_to_jiffies(ms);
 
-	if (sp_exit_seen)
-		timeout = max(timeout, 1L);
-	sp_exit_seen = false;
 	if (!sp_should_run())
 		wait_event_freezable(sp_thread_wait,
 				     kthread_should_stop() || sp_should_run());
@@ -448,7 +391,7 @@ static void sp_idle(void)
 		wait_event_freezable_timeout(sp_thread_wait,
 					     kthread_should_stop() ||
 					     sp_pressure_idle_ms(READ_ONCE(sp_sleep_ms)) != ms,
-					     timeout);
+					     msecs_to_jiffies(ms));
 	cond_resched();
 }
 
@@ -488,8 +431,7 @@ static int sp_ksmd(void *unused)
 			if (sp_should_run() && sp_batch_pages(&pages)) {
 				sp_scan_batch(pages);
 				sp_split_left();
-				if (!sp_exit_seen)
-					sp_sweep(pages);
+				sp_sweep(pages);
 			}
 		}
 		sp_idle();
